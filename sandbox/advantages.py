@@ -1,0 +1,220 @@
+"""Baselines and advantage shaping: A = R − b (optionally rescaled).
+
+Rewards are per sequence ``[*P, B]``; ``group`` ``[*P, B]`` or ``[B]`` names the prompt/context of
+each sequence. A group of one sequence has no peer to compare with: group baselines give it A = 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor, nn
+
+from sandbox.registry import Registry
+from sandbox.validation import check_choice, check_range, check_shape, check_tensor
+
+ADVANTAGES: Registry[Advantage] = Registry("advantage")
+
+
+def register_advantage(name: str, *, replace: bool = False):
+    return ADVANTAGES.register(name, replace=replace)
+
+
+def make_advantage(name: str, **kwargs) -> Advantage:
+    """``make_advantage("grpo")``; unknown names or fields raise ``ValueError``."""
+    return ADVANTAGES.make(name, **kwargs)
+
+
+def _check_rewards_group(rewards: Tensor, group: Tensor | None) -> Tensor:
+    check_tensor("rewards", rewards, dtype="float")
+    if rewards.ndim < 1:
+        raise ValueError(f"rewards must have shape [*P, B], got {tuple(rewards.shape)}")
+    if group is None:
+        return torch.zeros(rewards.shape[-1], dtype=torch.long, device=rewards.device)
+    check_tensor("group", group, dtype="int")
+    if tuple(group.shape) not in (tuple(rewards.shape), tuple(rewards.shape[-1:])):
+        raise ValueError(
+            f"group must have shape {tuple(rewards.shape)} or {tuple(rewards.shape[-1:])} matching "
+            f"rewards, got {tuple(group.shape)}"
+        )
+    if bool((group < 0).any()):
+        raise ValueError("group ids must be non-negative integers")
+    return group
+
+
+def group_stats(values: Tensor, group: Tensor, weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Per-sequence (weighted) group sums: returns (Σ_group w·v, Σ_group w) gathered back to ``[*P, B]``."""
+    n_groups = int(group.max()) + 1
+    onehot = torch.nn.functional.one_hot(group, n_groups).to(values.dtype)  # [*P?, B, G]
+    w = torch.ones_like(values) if weights is None else weights
+    onehot = onehot.expand(*values.shape, n_groups)
+    sums = torch.einsum("...b,...bg->...g", w * values, onehot)
+    counts = torch.einsum("...b,...bg->...g", w, onehot)
+    return torch.einsum("...g,...bg->...b", sums, onehot), torch.einsum("...g,...bg->...b", counts, onehot)
+
+
+@dataclass(frozen=True)
+class Advantage:
+    """Base class: ``advantage(rewards, group, **extras) -> A`` with the same shape as rewards.
+
+    Extras (only those an advantage lists in ``needs``): ``probs`` [*P, B, K] the policy's action
+    distribution per context (detached), ``rho`` [*P, B] sequence ratios π_θ/μ, ``grad_sq_norms``
+    [*P, B] ‖∇log π(τ_i)‖².
+    """
+
+    name: ClassVar[str] = "advantage"
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(
+        self,
+        rewards: Float[Tensor, "*P B"],
+        group: Int[Tensor, "*P B"] | None = None,
+        **extras: Tensor | None,
+    ) -> Float[Tensor, "*P B"]:
+        group = _check_rewards_group(rewards, group)
+        unknown = sorted(set(extras) - {"probs", "rho", "grad_sq_norms"})
+        if unknown:
+            raise ValueError(f"unknown advantage input(s) {unknown}; valid: ['grad_sq_norms', 'probs', 'rho']")
+        return self.compute(rewards, group, **extras)
+
+    def compute(self, rewards: Tensor, group: Tensor, **extras: Tensor | None) -> Tensor:
+        raise NotImplementedError
+
+
+@register_advantage("group_mean")
+@dataclass(frozen=True)
+class GroupMean(Advantage):
+    """A = R − mean of R over the sequence's group (the default everywhere)."""
+
+    def compute(self, rewards, group, **extras):
+        sums, counts = group_stats(rewards, group)
+        return rewards - sums / counts
+
+
+@register_advantage("grpo")
+@dataclass(frozen=True)
+class GRPO(Advantage):
+    """A = (R − group mean) / (group std + eps), std unbiased (n − 1) (Shao et al. 2024)."""
+
+    eps: float = 1e-6  # added to the std, > 0
+
+    def __post_init__(self):
+        check_range("eps", self.eps, low=0.0, low_open=True)
+
+    def compute(self, rewards, group, **extras):
+        sums, counts = group_stats(rewards, group)
+        centred = rewards - sums / counts
+        sq, _ = group_stats(centred.pow(2), group)
+        std = torch.sqrt(sq / (counts - 1).clamp(min=1))
+        return centred / (std + self.eps)
+
+
+@register_advantage("rloo")
+@dataclass(frozen=True)
+class RLOO(Advantage):
+    """Leave-one-out: A_i = R_i − mean_{j≠i, same group} R_j (Ahmadian et al. 2024)."""
+
+    def compute(self, rewards, group, **extras):
+        sums, counts = group_stats(rewards, group)
+        loo = (sums - rewards) / (counts - 1).clamp(min=1)
+        return torch.where(counts > 1, rewards - loo, torch.zeros_like(rewards))
+
+
+@register_advantage("dr_grpo")
+@dataclass(frozen=True)
+class DrGRPO(Advantage):
+    """Dr. GRPO: A = R − group mean, no std scaling; pair with aggregation='seq-mean-token-sum-norm'."""
+
+    def compute(self, rewards, group, **extras):
+        sums, counts = group_stats(rewards, group)
+        return rewards - sums / counts
+
+
+@register_advantage("confidence")
+@dataclass(frozen=True)
+class Confidence(Advantage):
+    """Label-free baseline b(x) = Σ_a π(a|x)², the probability that two draws agree (single-step envs)."""
+
+    needs = ("probs",)
+
+    def compute(self, rewards, group, probs=None, **extras):
+        if probs is None:
+            raise ValueError("confidence needs probs (the policy's action distribution, shape [*P, B, K]); got None")
+        check_tensor("probs", probs, dtype="float")
+        if tuple(probs.shape[:-1]) != tuple(rewards.shape):
+            raise ValueError(f"probs must have shape {tuple(rewards.shape)} + [K], got {tuple(probs.shape)}")
+        return rewards - probs.detach().pow(2).sum(-1)
+
+
+@register_advantage("constant")
+@dataclass(frozen=True)
+class Constant(Advantage):
+    """A = R − b with a fixed baseline b."""
+
+    b: float = 0.0  # the baseline
+
+    def __post_init__(self):
+        check_range("b", self.b)
+
+    def compute(self, rewards, group, **extras):
+        return rewards - self.b
+
+
+@register_advantage("min_variance")
+@dataclass(frozen=True)
+class MinVariance(Advantage):
+    """VCPO's minimum-variance baseline: per group b* = Σ W_i R_i / Σ W_i with
+    W_i = ρ_i²·‖∇log π(τ_i)‖² (``weights='grad_norm'``) or W_i = ρ_i² (``weights='rho2'``)."""
+
+    needs = ("rho", "grad_sq_norms")
+    weights: str = "grad_norm"  # 'grad_norm' | 'rho2'
+
+    def __post_init__(self):
+        check_choice("weights", self.weights, ("grad_norm", "rho2"))
+
+    def compute(self, rewards, group, rho=None, grad_sq_norms=None, **extras):
+        w = torch.ones_like(rewards) if rho is None else rho.detach().pow(2)
+        if rho is not None:
+            check_tensor("rho", rho, dtype="float")
+            check_shape("rho", rho, rewards.shape, "rewards")
+        if self.weights == "grad_norm":
+            if grad_sq_norms is None:
+                raise ValueError(
+                    "min_variance with weights='grad_norm' needs grad_sq_norms (per-sample ‖∇log π(τ)‖², "
+                    "see per_sample_grad_sq_norms); pass it or use weights='rho2'"
+                )
+            check_tensor("grad_sq_norms", grad_sq_norms, dtype="float")
+            check_shape("grad_sq_norms", grad_sq_norms, rewards.shape, "rewards")
+            w = w * grad_sq_norms.detach()
+        sums, totals = group_stats(rewards, group, weights=w)
+        _, counts = group_stats(rewards, group)
+        baseline = sums / totals.clamp(min=torch.finfo(rewards.dtype).tiny)
+        return torch.where(counts > 1, rewards - baseline, torch.zeros_like(rewards))
+
+
+def per_sample_grad_sq_norms(
+    model: nn.Module,
+    sequence_logp: Callable[..., Tensor],
+    *batch: Tensor,
+) -> Float[Tensor, " B"]:
+    """‖∇_θ log π(τ_i)‖² for every sample i, by ``torch.func.vmap(torch.func.grad(...))``.
+
+    ``sequence_logp(call, *sample)`` returns the scalar log-probability of one sample, where
+    ``call(*inputs)`` runs the model with the parameters being differentiated and each tensor of
+    ``sample`` has its batch axis (size 1) kept.
+    """
+    params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+    buffers = dict(model.named_buffers())
+
+    def one(p: dict[str, Tensor], *sample: Tensor) -> Tensor:
+        def call(*inputs: Tensor) -> Tensor:
+            return torch.func.functional_call(model, (p, buffers), inputs)
+
+        return sequence_logp(call, *(s.unsqueeze(0) for s in sample)).sum()
+
+    grads = torch.func.vmap(torch.func.grad(one), in_dims=(None, *([0] * len(batch))))(params, *batch)
+    return sum(g.pow(2).flatten(1).sum(1) for g in grads.values())

@@ -1,0 +1,93 @@
+"""Name → class registries for estimators, advantages and controllers.
+
+A registry maps a short name to a frozen dataclass whose fields are its hyperparameters.
+``make(name, **kwargs)`` validates the name and the keyword names before construction, so a typo
+raises a ``ValueError`` that lists the valid options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A named collection of dataclass types, filled with the ``register`` decorator."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, type[T]] = {}
+
+    def register(self, name: str, *, replace: bool = False) -> Callable[[type[T]], type[T]]:
+        """Class decorator: ``@registry.register("name")``.
+
+        Registering a name twice raises unless ``replace=True`` (so that a user's module cannot
+        silently shadow a built-in).
+        """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{self.kind} name must be a Python identifier, got {name!r}")
+
+        def decorator(cls: type[T]) -> type[T]:
+            if not dataclasses.is_dataclass(cls):
+                raise ValueError(
+                    f"{self.kind} {name!r} must be a dataclass (decorate with @dataclass(frozen=True) "
+                    "below the register decorator)"
+                )
+            if name in self._entries and not replace and self._entries[name] is not cls:
+                raise ValueError(
+                    f"{self.kind} name {name!r} is already registered by "
+                    f"{self._entries[name].__module__}.{self._entries[name].__qualname__}; "
+                    "pass replace=True to override it"
+                )
+            cls.name = name  # type: ignore[attr-defined]
+            self._entries[name] = cls
+            return cls
+
+        return decorator
+
+    def get(self, name: str) -> type[T]:
+        if name not in self._entries:
+            raise ValueError(f"unknown {self.kind} {name!r}; known: {sorted(self._entries)}")
+        return self._entries[name]
+
+    def make(self, name: str, **kwargs: Any) -> T:
+        cls = self.get(name)
+        fields = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(kwargs) - fields)
+        if unknown:
+            raise ValueError(
+                f"unknown hyperparameter(s) {unknown} for {self.kind} {name!r}; valid: {sorted(fields)}"
+            )
+        return cls(**kwargs)
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(name, one-line description, defaults) for every entry, sorted by name."""
+        rows = []
+        for name in self.names():
+            cls = self._entries[name]
+            paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+            summary = " ".join(line.strip() for line in paragraph.splitlines())
+            defaults = []
+            for f in dataclasses.fields(cls):
+                if not f.init:
+                    continue
+                if f.default is not dataclasses.MISSING:
+                    defaults.append(f"{f.name}={f.default!r}")
+                elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                    defaults.append(f"{f.name}={f.default_factory()!r}")  # type: ignore[misc]
+                else:
+                    defaults.append(f"{f.name}=<required>")
+            rows.append((name, summary, ", ".join(defaults)))
+        return rows

@@ -1,0 +1,123 @@
+"""Baselines: hand values, group handling, population axis, the min-variance baseline's weights."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sandbox.advantages import ADVANTAGES, make_advantage, per_sample_grad_sq_norms
+
+R = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0])
+G = torch.tensor([0, 0, 0, 1, 1])
+
+
+def test_group_mean_hand_computed():
+    # group 0 mean 1/3, group 1 mean 1
+    assert torch.allclose(make_advantage("group_mean")(R, G), torch.tensor([2 / 3, -1 / 3, -1 / 3, 0.0, 0.0]))
+
+
+def test_grpo_hand_computed():
+    # group 0: centred (2/3, −1/3, −1/3), unbiased var = (4/9 + 1/9 + 1/9)/2 = 1/3
+    std = (1 / 3) ** 0.5
+    expected = torch.tensor([2 / 3, -1 / 3, -1 / 3, 0.0, 0.0]) / torch.tensor([std + 1e-6] * 3 + [1e-6] * 2)
+    assert torch.allclose(make_advantage("grpo")(R, G), expected, atol=1e-6)
+
+
+def test_rloo_hand_computed():
+    # group 0: 1 − 0 = 1, 0 − ½ = −½, 0 − ½ = −½; group 1: 1 − 1 = 0
+    assert torch.allclose(make_advantage("rloo")(R, G), torch.tensor([1.0, -0.5, -0.5, 0.0, 0.0]))
+
+
+def test_rloo_is_rescaled_group_mean():
+    r = torch.randn(12, generator=torch.Generator().manual_seed(0))
+    g = torch.arange(12) // 4
+    assert torch.allclose(make_advantage("rloo")(r, g), make_advantage("group_mean")(r, g) * 4 / 3, atol=1e-6)
+
+
+def test_dr_grpo_equals_group_mean():
+    assert torch.equal(make_advantage("dr_grpo")(R, G), make_advantage("group_mean")(R, G))
+
+
+def test_singleton_groups_get_zero():
+    r = torch.tensor([3.0, 1.0])
+    g = torch.tensor([0, 1])
+    for name in ["group_mean", "grpo", "rloo", "dr_grpo"]:
+        assert torch.equal(make_advantage(name)(r, g), torch.zeros(2)), name
+
+
+def test_confidence_baseline():
+    probs = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
+    assert torch.allclose(make_advantage("confidence")(torch.tensor([1.0, 1.0]), probs=probs), torch.tensor([0.5, 0.0]))
+
+
+def test_constant_baseline():
+    assert torch.equal(make_advantage("constant", b=0.5)(R), R - 0.5)
+
+
+def test_min_variance_hand_computed():
+    # one group; W = ρ²·n with ρ = (1, 2), n = (1, 0.5): W = (1, 2) → b* = (1·1 + 2·0)/3 = 1/3
+    r = torch.tensor([1.0, 0.0])
+    adv = make_advantage("min_variance")(r, rho=torch.tensor([1.0, 2.0]), grad_sq_norms=torch.tensor([1.0, 0.5]))
+    assert torch.allclose(adv, r - 1 / 3)
+    cheap = make_advantage("min_variance", weights="rho2")(r, rho=torch.tensor([1.0, 2.0]))
+    assert torch.allclose(cheap, r - 1 / 5)  # W = (1, 4)
+    on_policy = make_advantage("min_variance", weights="rho2")(r)
+    assert torch.allclose(on_policy, make_advantage("group_mean")(r))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 1000), S=st.integers(1, 3), n_groups=st.integers(1, 4), size=st.integers(2, 4))
+def test_population_axis_is_independent(seed, S, n_groups, size):
+    g = torch.Generator().manual_seed(seed)
+    rewards = torch.randn(S, n_groups * size, generator=g)
+    group = torch.arange(n_groups).repeat_interleave(size)
+    for name in ["group_mean", "grpo", "rloo"]:
+        joint = make_advantage(name)(rewards, group)
+        for s in range(S):
+            assert torch.allclose(joint[s], make_advantage(name)(rewards[s], group), atol=1e-6)
+        assert torch.allclose(joint.view(S, n_groups, size).sum(-1), torch.zeros(S, n_groups), atol=1e-5) or name == "grpo"
+
+
+def test_per_sample_grad_sq_norms_matches_loop():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 5))
+    x = torch.randn(6, 3)
+    a = torch.randint(0, 5, (6,))
+
+    def seq_logp(call, xi, ai):
+        return torch.log_softmax(call(xi), -1).gather(-1, ai.unsqueeze(-1)).sum()
+
+    fast = per_sample_grad_sq_norms(model, seq_logp, x, a)
+    for i in range(6):
+        model.zero_grad()
+        torch.log_softmax(model(x[i : i + 1]), -1)[0, a[i]].backward()
+        slow = sum(p.grad.pow(2).sum() for p in model.parameters())
+        assert fast[i].item() == pytest.approx(slow.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: make_advantage("nope"), "unknown advantage 'nope'"),
+        (lambda: make_advantage("grpo", eps=0.0), r"eps must lie in \(0.0, inf\]"),
+        (lambda: make_advantage("min_variance", weights="abs"), "weights must be one of"),
+        (lambda: make_advantage("group_mean")(R, torch.tensor([0, 1])), "group must have shape"),
+        (lambda: make_advantage("group_mean")(R, G.float()), "group must have a int dtype"),
+        (lambda: make_advantage("group_mean")(torch.tensor([1.0, float("nan")])), "rewards contains NaN"),
+        (lambda: make_advantage("group_mean")(R, -G), "group ids must be non-negative"),
+        (lambda: make_advantage("confidence")(R), "confidence needs probs"),
+        (lambda: make_advantage("confidence")(R, probs=torch.ones(4, 2)), "probs must have shape"),
+        (lambda: make_advantage("min_variance")(R), "needs grad_sq_norms"),
+        (lambda: make_advantage("min_variance")(R, rho=torch.ones(3), grad_sq_norms=torch.ones(5)), r"rho must have shape"),
+        (lambda: make_advantage("group_mean")(R, probz=R), r"unknown advantage input\(s\) \['probz'\]"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_registry_lists_spec_entries():
+    assert {"group_mean", "grpo", "rloo", "dr_grpo", "confidence", "constant", "min_variance"} <= set(ADVANTAGES.names())

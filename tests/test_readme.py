@@ -1,0 +1,77 @@
+"""The README's examples run as written; the CI script runs the README's test command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from .readme_blocks import README, blocks, setup_commands
+
+ROOT = README.parent
+
+
+def test_two_setup_commands_at_the_top():
+    main_job, test_job = setup_commands()
+    assert main_job.startswith("pip install torch==2.13.0 && pip install -e")
+    assert test_job.startswith("pip install torch==2.13.0 && pip install -e")
+    assert "pytest" in test_job
+    head = README.read_text()[:600]
+    assert main_job in head and test_job in head
+
+
+def test_ci_runs_the_readme_test_command():
+    _, test_job = setup_commands()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_job in ci
+
+
+def test_python_blocks_run_in_order(tmp_path):
+    code = "\n".join(code for marker, code in blocks("python") if marker != "extension")
+    script = tmp_path / "readme_tour.py"
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+
+
+def _extension_code() -> str:
+    found = [code for marker, code in blocks("python") if marker == "extension"]
+    assert len(found) == 1, "README must hold exactly one block marked <!-- test: extension -->"
+    return found[0]
+
+
+def test_extension_example_is_short_and_works(tmp_path, monkeypatch):
+    code = _extension_code()
+    assert len([line for line in code.splitlines() if line.strip()]) <= 20
+    (tmp_path / "my_estimators.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    module = importlib.import_module("my_estimators")
+    from sandbox import ESTIMATORS, PGTerms, make_estimator
+
+    try:
+        est = make_estimator("clipped_adv_pg", c=0.5)
+        assert isinstance(est, module.ClippedAdvantagePG)
+        logp = torch.log(torch.tensor([[0.5], [0.25]]))
+        adv = torch.tensor([2.0, -0.1])
+        got = est(PGTerms(logp=logp, advantages=adv)).loss
+        want = make_estimator("reinforce")(PGTerms(logp=logp, advantages=torch.tensor([0.5, -0.1]))).loss
+        assert got.item() == pytest.approx(want.item())
+        with pytest.raises(ValueError, match="c must be > 0"):
+            make_estimator("clipped_adv_pg", c=0.0)
+    finally:
+        ESTIMATORS._entries.pop("clipped_adv_pg", None)
+        sys.modules.pop("my_estimators", None)
+
+
+def test_extension_plugin_shows_in_sandbox_list(tmp_path):
+    (tmp_path / "my_estimators.py").write_text(_extension_code())
+    result = subprocess.run(
+        [sys.executable, "-m", "sandbox.cli", "--plugin", "my_estimators.py", "list", "estimators"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "clipped_adv_pg" in result.stdout and "REINFORCE with the advantage clipped" in result.stdout
