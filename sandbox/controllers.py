@@ -34,11 +34,14 @@ def make_controller(name: str, **kwargs) -> Controller:
 @dataclass(frozen=True)
 class ControllerOutput:
     """``grads``: the transformed gradients (same shapes as given); ``metrics``: ``[*P]`` tensors;
-    ``skip``: ``[*P]`` bool, True where the optimiser must not step at all."""
+    ``skip``: ``[*P]`` bool, True where the optimiser must not step at all; ``lr_scale``: ``[*P]``
+    multiplier of the optimiser's step size (VCPO scales the step, which Adam's scale invariance
+    would undo if applied to the gradient)."""
 
     grads: list[Tensor]
     metrics: dict[str, Tensor]
     skip: Tensor
+    lr_scale: Tensor
 
 
 def flatten_grads(grads: Sequence[Tensor], population_shape: tuple[int, ...]) -> Tensor:
@@ -90,11 +93,13 @@ class Controller:
         if not bool(torch.isfinite(flat).all()):
             raise ValueError("grads contain NaN or inf")
         new_flat, new_metrics, skip = self.transform(flat, terms, dict(metrics or {}))
-        return ControllerOutput(unflatten_grads(new_flat, grads), new_metrics, skip)
+        lr_scale = new_metrics.get("lr_scale", torch.ones(flat.shape[:-1], dtype=flat.dtype, device=flat.device))
+        return ControllerOutput(unflatten_grads(new_flat, grads), new_metrics, skip, lr_scale)
 
     def transform(
         self, flat: Tensor, terms: PGTerms | None, metrics: dict[str, Tensor]
     ) -> tuple[Tensor, dict[str, Tensor], Tensor]:
+        """Return (gradient [*P, D], metrics [*P] — ``lr_scale`` among them if the step is scaled, skip [*P])."""
         raise NotImplementedError
 
     def reset(self) -> None:
@@ -117,8 +122,8 @@ class Identity(Controller):
 @register_controller("ess_lr")
 @dataclass
 class ESSStep(Controller):
-    """VCPO's ESS-scaled step: scale the update by sqrt(min(1, ESS/B)), ESS = (Σρ)²/Σρ² over the
-    unclipped sequence ratios ρ_i = π_θ/μ of the batch (arXiv 2602.17616)."""
+    """VCPO's ESS-scaled step: scale the step size by sqrt(min(1, ESS/B)), ESS = (Σρ)²/Σρ² over the
+    unclipped sequence ratios ρ_i = π_θ/μ of the batch (arXiv 2602.17616); the gradient is unchanged."""
 
     def transform(self, flat, terms, metrics):
         if terms is None:
@@ -128,7 +133,7 @@ class ESSStep(Controller):
         log_rho = sequence_log_ratio(terms.logp.detach(), behavior, valid)
         ess_frac = effective_sample_size_fraction(log_rho, valid.any(-1))
         scale = torch.sqrt(torch.clamp(ess_frac, max=1.0)).to(flat.dtype)
-        return flat * scale.unsqueeze(-1), {"ess_frac": ess_frac, "lr_scale": scale}, _no_skip(flat)
+        return flat, {"ess_frac": ess_frac, "lr_scale": scale}, _no_skip(flat)
 
 
 @register_controller("gac")

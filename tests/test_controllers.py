@@ -24,31 +24,30 @@ def test_ess_step_equal_ratios_full_step():
     g = [torch.ones(3, dtype=torch.float64)]
     out = make_controller("ess_lr").step(g, _terms(torch.full((5,), 0.7, dtype=torch.float64)))
     assert out.metrics["ess_frac"].item() == pytest.approx(1.0)
-    assert torch.allclose(out.grads[0], g[0])
+    assert out.lr_scale.item() == pytest.approx(1.0)
+    assert torch.equal(out.grads[0], g[0])
 
 
 def test_ess_step_hand_computed():
     # ρ = (1, 3): ESS/B = 0.8 → scale sqrt(0.8)
     out = make_controller("ess_lr").step([torch.ones(2, dtype=torch.float64)], _terms(torch.log(torch.tensor([1.0, 3.0], dtype=torch.float64))))
-    assert out.metrics["lr_scale"].item() == pytest.approx(math.sqrt(0.8))
-    assert torch.allclose(out.grads[0], torch.full((2,), math.sqrt(0.8), dtype=torch.float64))
+    assert out.lr_scale.item() == pytest.approx(math.sqrt(0.8))
+    assert torch.equal(out.grads[0], torch.ones(2, dtype=torch.float64))  # the step is scaled, not the gradient
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-30, 30), min_size=1, max_size=20))
 def test_ess_step_scale_in_unit_interval(log_rho):
     out = make_controller("ess_lr").step([torch.ones(4, dtype=torch.float64)], _terms(torch.tensor(log_rho, dtype=torch.float64)))
-    scale = out.metrics["lr_scale"].item()
+    scale = out.lr_scale.item()
     assert 0.0 <= scale <= 1.0
-    assert torch.allclose(out.grads[0], torch.full((4,), scale, dtype=torch.float64))
 
 
 def test_ess_step_per_population_member():
     log_rho = torch.tensor([[0.0, 0.0], [0.0, math.log(3.0)]], dtype=torch.float64)
     grads = [torch.ones(2, 4, dtype=torch.float64)]
     out = make_controller("ess_lr").step(grads, _terms(log_rho))
-    assert torch.allclose(out.metrics["lr_scale"], torch.tensor([1.0, math.sqrt(0.8)], dtype=torch.float64))
-    assert torch.allclose(out.grads[0][1], torch.full((4,), math.sqrt(0.8), dtype=torch.float64))
+    assert torch.allclose(out.lr_scale, torch.tensor([1.0, math.sqrt(0.8)], dtype=torch.float64))
 
 
 def test_gac_projects_above_threshold_and_skips_above_skip():
@@ -106,6 +105,7 @@ def test_clip_grad_norm():
     assert torch.allclose(torch.cat(out.grads), torch.tensor([0.6, 0.8]))
     small = make_controller("clip_grad_norm", max_norm=10.0).step([torch.tensor([3.0, 4.0])])
     assert torch.allclose(small.grads[0], torch.tensor([3.0, 4.0]))
+    assert out.lr_scale.item() == 1.0
 
 
 def _stepped_gac():

@@ -1,0 +1,1 @@
+"""Results store, statistics (bootstrap CIs, IQM, paired differences), claims, plotting style."""

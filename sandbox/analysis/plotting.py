@@ -1,0 +1,61 @@
+"""One plotting style for every figure; figures are written as PNG and PDF."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sandbox.analysis.stats import mean_ci_over_seeds  # noqa: E402
+
+#: one colour per method, the same in every figure
+METHOD_COLORS = {
+    "reinforce": "#7f7f7f", "pg": "#7f7f7f", "is_pg": "#1f77b4", "tis": "#17becf", "mis": "#9edae5",
+    "ppo": "#ff7f0e", "decoupled_ppo": "#ffbb78", "pmpo": "#8c564b", "vcpo": "#2ca02c", "ess_lr": "#2ca02c",
+    "gac": "#9467bd", "dg": "#d62728", "kondo": "#e377c2", "xent": "#000000", "ce": "#000000",
+    "prob_gate": "#bcbd22", "cispo": "#c5b0d5", "gspo": "#c49c94", "vtrace_pg": "#aec7e8",
+}
+
+DEFAULT_FIGURES = Path(os.environ.get("SANDBOX_FIGURES", "paper_figures"))
+
+
+def use_style() -> None:
+    plt.rcParams.update({
+        "figure.dpi": 110, "savefig.dpi": 150, "font.size": 9, "axes.titlesize": 10,
+        "axes.labelsize": 9, "legend.fontsize": 8, "axes.spines.top": False, "axes.spines.right": False,
+        "axes.grid": True, "grid.alpha": 0.25, "lines.linewidth": 1.6, "figure.constrained_layout.use": True,
+    })
+
+
+def color(method: str) -> str:
+    key = method.split("(")[0].split(" ")[0].lower()
+    return METHOD_COLORS.get(key, None) or plt.rcParams["axes.prop_cycle"].by_key()["color"][hash(key) % 10]
+
+
+def band(ax, x, values, label: str, statistic: str = "mean", color_: str | None = None, **kwargs) -> None:
+    """Plot statistic over seeds (rows of ``values [n_seeds, n_points]``) with its 95% bootstrap band."""
+    est, lo, hi = mean_ci_over_seeds(values, statistic=statistic, n_resamples=500)
+    c = color_ or color(label)
+    ax.plot(x, est, label=label, color=c, **kwargs)
+    ax.fill_between(x, lo, hi, color=c, alpha=0.2, linewidth=0)
+
+
+def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: str | None = None) -> list[Path]:
+    """Write ``name.png`` and ``name.pdf`` to ``outdir`` (default ``$SANDBOX_FIGURES`` or
+    ``paper_figures``); ``note`` is printed small in the corner (e.g. the fidelity)."""
+    out = Path(outdir or os.environ.get("SANDBOX_FIGURES") or DEFAULT_FIGURES)
+    out.mkdir(parents=True, exist_ok=True)
+    if note:
+        fig.text(0.995, 0.005, note, ha="right", va="bottom", fontsize=6, color="0.4")
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p, bbox_inches="tight")
+    return paths
+
+
+__all__ = ["METHOD_COLORS", "band", "color", "np", "plt", "save_figure", "use_style"]

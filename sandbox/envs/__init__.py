@@ -1,0 +1,1 @@
+"""Environments: bandits with exact gradients, contaminated MNIST, synthetic sequence tasks."""

@@ -1,0 +1,171 @@
+"""Contextual categorical bandits: a context in, one of K actions out, reward 1[a = y(x)] by default.
+
+Shared by the bandits and contaminated MNIST: frictions at sampling time, the learner's terms,
+and the exact oracles of a batch — the PG oracle Σ_a π(a|x)·R(x, a)·∇log π(a|x) (enumerating the
+K actions) and the CE oracle ∇log π(y|x).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from sandbox.advantages import Advantage
+from sandbox.controllers import cosine
+from sandbox.estimators.base import Estimator, PGTerms
+from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
+from sandbox.rollout import Rollout, single_step_rollout
+from sandbox.runtime.task import Task
+
+
+def sample_categorical(probs: Tensor, generator: torch.Generator) -> Tensor:
+    """One draw per row of ``probs`` [..., K] by inverse CDF on one uniform per row."""
+    u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=probs.dtype)
+    cdf = torch.cumsum(probs, -1)
+    idx = torch.searchsorted(cdf, u * cdf[..., -1:], right=True)
+    return idx.clamp(max=probs.shape[-1] - 1).squeeze(-1)
+
+
+def flat_grad(outputs: Tensor, params: Sequence[Tensor], population: int, retain_graph: bool = False) -> Tensor:
+    """Gradient of a scalar (a sum over members) w.r.t. population params, flattened to [S, D]."""
+    grads = torch.autograd.grad(outputs, list(params), allow_unused=True, retain_graph=retain_graph)
+    return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(population, -1)
+                      for p, g in zip(params, grads)], -1)
+
+
+class CategoricalTask(Task):
+    """Subclasses define contexts, logits and labels; rows are ``samples_per_context`` draws for
+    each of ``batch_size`` contexts, grouped by context."""
+
+    n_actions: int
+    batch_size: int
+    samples_per_context: int
+    population: int
+    frictions: FrictionStack = FrictionStack()
+
+    # ------------------------------------------------------------------ to implement
+    @abstractmethod
+    def sample_contexts(self, n: int, generator: torch.Generator) -> Tensor:
+        """Context ids ``[S, n]``."""
+
+    @abstractmethod
+    def logits(self, params: Sequence[Tensor], contexts: Tensor) -> Tensor:
+        """``[S, n, K]`` logits for context ids ``[S, n]``."""
+
+    @abstractmethod
+    def labels(self, contexts: Tensor) -> Tensor:
+        """Correct action per context ``[S, n]``."""
+
+    def reward_table(self, contexts: Tensor) -> Tensor:
+        """Expected reward of every action ``[S, n, K]`` (default 1[a = y])."""
+        return torch.nn.functional.one_hot(self.labels(contexts), self.n_actions).to(torch.get_default_dtype())
+
+    def sample_rewards(self, contexts: Tensor, actions: Tensor, generator: torch.Generator) -> Tensor:
+        """Rewards of the sampled actions ``[S, n]`` (default: deterministic table lookup)."""
+        return self.reward_table(contexts).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+    def wrong_labels(self, contexts: Tensor) -> Tensor:
+        """The fixed wrong answer used by the landmine bug: (y + 1) mod K."""
+        return (self.labels(contexts) + 1) % self.n_actions
+
+    reward_range: tuple[float, float] = (0.0, 1.0)
+
+    def group_ids(self, contexts: Tensor) -> Tensor:
+        """Group of each row for group baselines: by default the draw (the samples of one context
+        draw form a group), ``[B]``; tasks with a small set of contexts group by context id."""
+        return torch.arange(self.batch_size).repeat_interleave(self.samples_per_context)
+
+    # ------------------------------------------------------------------ actor
+    def friction_context(self, contexts: Tensor, seed: int) -> FrictionContext:
+        return FrictionContext(
+            n_actions=self.n_actions,
+            reward_range=self.reward_range,
+            correct_actions=self.labels(contexts).unsqueeze(-1),
+            wrong_actions=self.wrong_labels(contexts).unsqueeze(-1),
+            seed=seed,
+        )
+
+    def actor_probs(self, actor_params: Sequence[Tensor], contexts: Tensor, ctx: FrictionContext,
+                    generator: torch.Generator) -> Tensor:
+        params = self.frictions.actor_params(actor_params, ctx)
+        logits = self.frictions.actor_logits(self.logits(params, contexts), ctx, generator)
+        return self.frictions.actor_probs(torch.softmax(logits, -1), ctx)
+
+    def collect(self, actor_params, step, version, generator, seed):
+        n, m = self.batch_size, self.samples_per_context
+        contexts = self.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
+        ctx = self.friction_context(contexts, seed)
+        with torch.no_grad():
+            probs = self.actor_probs(actor_params, contexts, ctx, generator)
+            actions = sample_categorical(probs, generator)
+            log_probs = torch.log(probs)
+            logp = log_probs.gather(-1, actions.unsqueeze(-1))
+            sample = Sample(actions.unsqueeze(-1), logp, logp)
+            sample, replaced = self.frictions.override(
+                sample, ctx, generator, policy_logp=lambda a: log_probs.gather(-1, a)
+            )
+            rewards = self.sample_rewards(contexts, sample.actions[..., 0], generator)
+            rewards = self.frictions.reward(rewards, sample, ctx, generator, replaced)
+        return single_step_rollout(
+            obs=contexts,
+            actions=sample.actions[..., 0],
+            behavior_logp=sample.behavior_logp[..., 0],
+            true_behavior_logp=sample.true_logp[..., 0],
+            rewards=rewards,
+            group=self.group_ids(contexts),
+            version=version,
+            extras={"labels": ctx.correct_actions[..., 0]},
+        )
+
+    # ------------------------------------------------------------------ learner
+    def per_sample_grad_sq_norms(self, params: Sequence[Tensor], contexts: Tensor, actions: Tensor) -> Tensor:
+        """‖∇_θ log π(a|x)‖² per row ``[S, n]``; subclasses provide it for the min-variance baseline."""
+        raise ValueError(f"{type(self).__name__} does not provide per-sample gradient norms; "
+                         "use min_variance with weights='rho2'")
+
+    def learner_terms(self, params, rollout, advantage: Advantage, generator, recompute_proximal):
+        contexts = rollout.obs
+        log_probs = torch.log_softmax(self.logits(params, contexts), -1)  # [S, R, K]
+        logp = log_probs.gather(-1, rollout.actions)  # [S, R, 1]
+        inputs: dict[str, Tensor] = {}
+        if "probs" in advantage.needs:
+            inputs["probs"] = log_probs.detach().exp()
+        if "rho" in advantage.needs:
+            inputs["rho"] = torch.exp(logp.detach() - rollout.behavior_logp).squeeze(-1)
+        if "grad_sq_norms" in advantage.needs and getattr(advantage, "weights", "") == "grad_norm":
+            inputs["grad_sq_norms"] = self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0])
+        adv = advantage(rollout.rewards, rollout.group, **inputs)
+        labels = rollout.extras["labels"]
+        return PGTerms(
+            logp=logp,
+            advantages=adv,
+            mask=rollout.mask,
+            behavior_logp=rollout.behavior_logp,
+            proximal_logp=logp.detach() if recompute_proximal else None,
+            group=rollout.group,
+            target_logp=log_probs.gather(-1, labels.unsqueeze(-1)),
+            generator=generator,
+        )
+
+    # ------------------------------------------------------------------ oracles
+    def oracle_contexts(self, rollout: Rollout) -> Tensor:
+        """The contexts the oracles average over (default: the batch's distinct contexts)."""
+        return rollout.obs[:, :: self.samples_per_context]
+
+    def oracle_directions(self, params: Sequence[Tensor], contexts: Tensor) -> dict[str, Tensor]:
+        """Ascent directions [S, D]: exact PG (Σ_a π·R·∇log π, averaged over contexts) and CE (∇log π(y))."""
+        leaves = [p.detach().requires_grad_(True) for p in params]
+        log_probs = torch.log_softmax(self.logits(leaves, contexts), -1)
+        table = self.reward_table(contexts).to(log_probs.dtype)
+        pg = (log_probs.detach().exp() * table * log_probs).sum(-1).mean(-1).sum()
+        ce = log_probs.gather(-1, self.labels(contexts).unsqueeze(-1)).mean((-2, -1)).sum()
+        return {"pg": flat_grad(pg, leaves, self.population, retain_graph=True),
+                "ce": flat_grad(ce, leaves, self.population)}
+
+    def update_diagnostics(self, params, rollout, grad, estimator: Estimator):
+        direction = -grad  # the estimator's ascent direction
+        oracles = self.oracle_directions(params, self.oracle_contexts(rollout))
+        return {f"cos_{name}": cosine(direction, d) for name, d in oracles.items()}

@@ -1,0 +1,25 @@
+"""Frictions of distributed RL — staleness, actor bugs, reward corruption, rare discovery — as
+composable, seeded wrappers with a strength knob (strength 0 is the identity)."""
+
+from sandbox.frictions import actor_bugs, discovery, rewards  # noqa: F401  (registers)
+from sandbox.frictions.base import (
+    FRICTIONS,
+    Friction,
+    FrictionContext,
+    FrictionStack,
+    Sample,
+    make_friction,
+    register_friction,
+)
+from sandbox.frictions.staleness import DelaySchedule
+
+__all__ = [
+    "FRICTIONS",
+    "DelaySchedule",
+    "Friction",
+    "FrictionContext",
+    "FrictionStack",
+    "Sample",
+    "make_friction",
+    "register_friction",
+]

@@ -1,0 +1,159 @@
+"""Frictions: composable, seeded transforms of the actor and of the reward.
+
+A friction never edits an environment or a policy: the actor calls its hooks while sampling.
+
+    params → actor_params → logits → actor_logits → probs → actor_probs → sample
+           → override (replace rows: landmine, rare discovery) → reward (corruption)
+
+Each friction is a frozen dataclass with a *strength* field that sweeps can vary; strength 0 is
+the identity, bit for bit. ``behavior_logp`` is what the actor reports, ``true_logp`` what it
+really sampled from; bugs may make them differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from sandbox.registry import Registry
+
+FRICTIONS: Registry[Friction] = Registry("friction")
+
+
+def register_friction(name: str, *, replace: bool = False):
+    return FRICTIONS.register(name, replace=replace)
+
+
+def make_friction(name: str, **kwargs) -> Friction:
+    """``make_friction("logit_noise", sigma=1.0)``; unknown names or fields raise ``ValueError``."""
+    return FRICTIONS.make(name, **kwargs)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Per-row sample of an actor: tokens and both log-probs, shapes ``[*P, B, T]``."""
+
+    actions: Tensor
+    behavior_logp: Tensor
+    true_logp: Tensor
+
+
+@dataclass(frozen=True)
+class FrictionContext:
+    """What the environment tells frictions about the current batch.
+
+    correct_actions: the correct answer per row ``[*P, B, T]`` (rare discovery), when known.
+    wrong_actions: a fixed wrong answer per row ``[*P, B, T]`` (landmine), when defined.
+    reward_range: (min, max) reward of the task (Bernoulli override).
+    n_actions: vocabulary / arm count.
+    seed: the run seed (for per-run fixed draws such as fixed logit noise).
+    """
+
+    n_actions: int
+    reward_range: tuple[float, float] = (0.0, 1.0)
+    correct_actions: Tensor | None = None
+    wrong_actions: Tensor | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Friction:
+    """Base class: every hook is the identity."""
+
+    name: ClassVar[str] = "friction"
+    #: 'actor' frictions change what is sampled; 'reward' frictions change what is observed
+    kind: ClassVar[str] = "actor"
+
+    @property
+    def active(self) -> bool:
+        """False when the friction's strength is 0 (identity)."""
+        return True
+
+    def actor_params(self, params: Sequence[Tensor], ctx: FrictionContext) -> list[Tensor]:
+        return list(params)
+
+    def actor_logits(self, logits: Tensor, ctx: FrictionContext, generator: torch.Generator) -> Tensor:
+        return logits
+
+    def actor_probs(self, probs: Tensor, ctx: FrictionContext) -> Tensor:
+        return probs
+
+    def override(self, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
+                 policy_logp: Tensor) -> tuple[Sample, Tensor | None]:
+        """Replace whole rows. ``policy_logp(actions)`` is not needed by the built-ins; the second
+        return value is the per-row bool of replaced rows (or None)."""
+        return sample, None
+
+    def reward(self, rewards: Tensor, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
+               replaced: dict[str, Tensor]) -> Tensor:
+        return rewards
+
+
+class FrictionStack:
+    """An ordered composition of frictions, applied by actors at each hook."""
+
+    def __init__(self, frictions: Sequence[Friction] = ()) -> None:
+        for f in frictions:
+            if not isinstance(f, Friction):
+                raise ValueError(f"frictions must be Friction instances, got {type(f).__name__}")
+        self.frictions = [f for f in frictions if f.active]
+
+    @classmethod
+    def from_config(cls, spec: Sequence[tuple[str, dict]] | Sequence[Friction]) -> FrictionStack:
+        items = []
+        for entry in spec:
+            if isinstance(entry, Friction):
+                items.append(entry)
+            else:
+                name, kwargs = entry
+                items.append(make_friction(name, **dict(kwargs)))
+        return cls(items)
+
+    def __bool__(self) -> bool:
+        return bool(self.frictions)
+
+    def actor_params(self, params, ctx):
+        for f in self.frictions:
+            params = f.actor_params(params, ctx)
+        return list(params)
+
+    def actor_logits(self, logits, ctx, generator):
+        for f in self.frictions:
+            logits = f.actor_logits(logits, ctx, generator)
+        return logits
+
+    def actor_probs(self, probs, ctx):
+        for f in self.frictions:
+            probs = f.actor_probs(probs, ctx)
+        return probs
+
+    def override(self, sample, ctx, generator, policy_logp=None):
+        replaced: dict[str, Tensor] = {}
+        for f in self.frictions:
+            sample, rows = f.override(sample, ctx, generator, policy_logp)
+            if rows is not None:
+                replaced[f.name] = rows
+        return sample, replaced
+
+    def reward(self, rewards, sample, ctx, generator, replaced):
+        for f in self.frictions:
+            rewards = f.reward(rewards, sample, ctx, generator, replaced)
+        return rewards
+
+
+def replace_rows(sample: Sample, rows: Tensor, actions: Tensor, reported_logp: float | Tensor,
+                 true_logp: Tensor) -> Sample:
+    """Put ``actions`` in the rows ``rows`` [*P, B] with the given reported and true log-probs
+    (``reported_logp`` a scalar or a per-token tensor)."""
+    r = rows.unsqueeze(-1)
+    reported = torch.as_tensor(reported_logp, dtype=sample.behavior_logp.dtype, device=rows.device)
+    return replace(
+        sample,
+        actions=torch.where(r, actions, sample.actions),
+        behavior_logp=torch.where(r, reported.expand_as(sample.behavior_logp), sample.behavior_logp),
+        true_logp=torch.where(r, true_logp, sample.true_logp),
+    )

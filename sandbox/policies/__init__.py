@@ -1,0 +1,1 @@
+"""Policies in functional form over population parameters."""

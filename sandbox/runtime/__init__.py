@@ -1,0 +1,1 @@
+"""The actor-learner runtime: the training loop, parameter history, optimisers, sweeps."""

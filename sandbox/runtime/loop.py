@@ -1,0 +1,213 @@
+"""The actor-learner loop (DESIGN.md, data flow):
+
+    env → actor (stale, buggy policy copy) → frictions → rollout → advantages → estimator
+        → controller → optimiser
+
+``ActorLearner`` holds the pieces of one run and exposes the two halves — ``rollout(step)`` (the
+actor, with the parameters of step t − d_t) and ``update(step, rollout)`` (the learner) — so that
+the simulated loop here and the Ray runtime drive the same code. ``train(config)`` runs the loop and
+returns a tidy frame: one row per (logged step, population member).
+
+Divergence: a member whose gradient or parameters become NaN/inf is frozen at its last finite
+parameters and marked ``diverged``; when every member has diverged the run stops early. A
+diverged run is a result, not an error: sweeps go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from sandbox.advantages import make_advantage
+from sandbox.controllers import cosine, flatten_grads, make_controller, unflatten_grads
+from sandbox.estimators import make_estimator
+from sandbox.frictions import DelaySchedule, FrictionStack
+from sandbox.rollout import Rollout
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.history import ParameterHistory, RolloutQueue
+from sandbox.runtime.optim import PopulationOptimizer
+from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.task import make_task
+
+log = logging.getLogger(__name__)
+
+
+def log_schedule(steps: int, points: int) -> list[int]:
+    """Steps 0 and ``steps`` plus ``points`` logarithmically spaced steps in between."""
+    if steps == 0:
+        return [0]
+    inner = np.unique(np.round(np.geomspace(1, steps, num=max(points, 2))).astype(int))
+    return sorted({0, steps, *inner.tolist()})
+
+
+class ActorLearner:
+    """Everything one run needs, built from its config."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.task = make_task(config.task, **config.task_kwargs)
+        self.task.attach_frictions(FrictionStack.from_config(config.frictions))
+        self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
+        self.advantage = make_advantage(config.advantage, **config.advantage_kwargs)
+        self.controllers = [make_controller(name, **kw) for name, kw in config.controllers]
+        self.optimizer = PopulationOptimizer(config.optimizer, lr=config.lr)
+        self.schedule = DelaySchedule(**config.staleness)
+        self.population = int(self.task.population)
+        self.recompute_proximal = config.proximal == "recompute" or (
+            config.proximal == "auto" and config.estimator == "decoupled_ppo"
+        )
+        self.params: list[Tensor] = [
+            p.requires_grad_(True) for p in self.task.init_params(derived_generator(config.seed, "init"))
+        ]
+        self.active = torch.ones(self.population, dtype=torch.bool)
+        self.diverged = torch.zeros(self.population, dtype=torch.bool)
+        self._previous_grad: Tensor | None = None  # raw estimator gradient of the last step
+        self._previous_update: Tensor | None = None  # last applied update (after controllers)
+        if config.history == "params":
+            self.history: ParameterHistory | None = ParameterHistory(self.schedule.max_delay + 1)
+            self.history.push(0, self.params)
+            self.queue: RolloutQueue | None = None
+        else:
+            self.history = None
+            self.queue = RolloutQueue(self.schedule, config.seed, config.steps)
+            self.queue.fill(0, self._sample_current)
+
+    # ------------------------------------------------------------------ actor
+    def _sample(self, actor_params: Sequence[Tensor], step: int, version: int) -> Rollout:
+        gen = derived_generator(self.config.seed, "rollout", step)
+        return self.task.collect(actor_params, step, version, gen, self.config.seed)
+
+    def _sample_current(self, step: int) -> Rollout:
+        return self._sample([p.detach() for p in self.params], step, step - self.schedule.delay(step, self.config.seed))
+
+    def rollout(self, step: int) -> Rollout:
+        """The batch the learner consumes at ``step``, sampled with the parameters of step − d_t."""
+        if self.queue is not None:
+            return self.queue.pop(step)
+        version = step - self.schedule.delay(step, self.config.seed)
+        return self._sample(self.history.get(version), step, version)
+
+    # ------------------------------------------------------------------ learner
+    def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
+        """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
+        S = self.population
+        terms = self.task.learner_terms(
+            self.params, rollout, self.advantage, derived_generator(self.config.seed, "estimator", step),
+            self.recompute_proximal,
+        )
+        out = self.task.objective(self.estimator, terms, rollout)
+        grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
+        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
+        flat = flatten_grads(grads, (S,))
+        finite = torch.isfinite(flat).all(-1)
+        self._mark_diverged(~finite)
+        flat = torch.where(finite.unsqueeze(-1), flat, torch.zeros_like(flat))
+        metrics: dict[str, Tensor] = {k: v.detach().reshape(-1).expand(S) for k, v in out.metrics.items()}
+        metrics["grad_norm"] = flat.norm(dim=-1)
+        metrics["cos_consecutive"] = (
+            cosine(flat, self._previous_grad) if self._previous_grad is not None else torch.full((S,), math.nan)
+        )
+        self._previous_grad = flat.detach().clone()
+        metrics["staleness_mean"] = (step - rollout.version).to(torch.float64).flatten(1).mean(-1).expand(S)
+        if diagnostics:
+            with torch.enable_grad():
+                metrics.update(self.task.update_diagnostics(self.params, rollout, flat, self.estimator))
+
+        grads = unflatten_grads(flat, grads)
+        lr_scale = torch.ones(S, dtype=flat.dtype)
+        skip = torch.zeros(S, dtype=torch.bool)
+        for controller in self.controllers:
+            ctrl = controller.step(grads, terms, metrics, population_shape=(S,))
+            grads, lr_scale, skip = ctrl.grads, lr_scale * ctrl.lr_scale, skip | ctrl.skip
+            metrics.update({k: v.detach().reshape(-1).expand(S) for k, v in ctrl.metrics.items()})
+        applied = flatten_grads(grads, (S,)) * lr_scale.unsqueeze(-1)
+        metrics["update_norm"] = applied.norm(dim=-1)
+        metrics["cos_consecutive_update"] = (
+            cosine(applied, self._previous_update) if self._previous_update is not None else torch.full((S,), math.nan)
+        )
+        self._previous_update = torch.where(skip.unsqueeze(-1), self._previous_update, applied) \
+            if self._previous_update is not None else applied.detach().clone()
+
+        before = [p.detach().clone() for p in self.params]
+        self.optimizer.step(self.params, grads, (S,), lr_scale, self.active & ~skip)
+        bad = ~flatten_grads([p.detach() for p in self.params], (S,)).isfinite().all(-1)
+        if bool(bad.any()):
+            with torch.no_grad():
+                for p, b in zip(self.params, before):
+                    p.copy_(torch.where(bad.reshape(S, *([1] * (p.ndim - 1))), b, p))
+            self._mark_diverged(bad)
+        return metrics
+
+    def _mark_diverged(self, members: Tensor) -> None:
+        if bool(members.any()):
+            newly = members & ~self.diverged
+            if bool(newly.any()):
+                log.info("members %s diverged", torch.nonzero(newly).flatten().tolist())
+            self.diverged |= members
+            self.active &= ~members
+
+    def after_update(self, version: int) -> None:
+        """Record the parameters of ``version`` for stale actors (or sample the rollouts due now)."""
+        if self.history is not None:
+            self.history.push(version, self.params)
+        else:
+            self.queue.fill(version, self._sample_current)
+
+    def evaluate(self, step: int) -> dict[str, Tensor]:
+        with torch.no_grad():
+            metrics = self.task.evaluate(self.params, derived_generator(self.config.seed, "eval", step))
+        return {k: torch.where(self.diverged, torch.full_like(v, math.nan), v) if v.is_floating_point() else v
+                for k, v in metrics.items()}
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, progress: bool = False) -> pd.DataFrame:
+        cfg = self.config
+        schedule = set(log_schedule(cfg.steps, cfg.log_points))
+        rows: list[pd.DataFrame] = []
+        start = time.perf_counter()
+        pending: dict[str, Tensor] = {}
+        bar = tqdm(total=cfg.steps, desc=cfg.label or cfg.estimator, disable=not progress, leave=False)
+        step = 0
+        for step in range(cfg.steps + 1):
+            if step in schedule:
+                rows.append(self._row(step, {**self.evaluate(step), **pending}, time.perf_counter() - start))
+            if step == cfg.steps or not bool(self.active.any()):
+                break
+            try:
+                pending = self.update(step, self.rollout(step), diagnostics=(step + 1) in schedule)
+            except ValueError as err:  # non-finite inputs reached an estimator: the run has diverged
+                log.warning("step %d: %s; marking the run diverged", step, err)
+                self._mark_diverged(torch.ones(self.population, dtype=torch.bool))
+                pending = {}
+            self.after_update(step + 1)
+            bar.update(1)
+        bar.close()
+        if step != cfg.steps or not rows or rows[-1]["step"].iloc[0] != step:
+            rows.append(self._row(step, {**self.evaluate(step), **pending}, time.perf_counter() - start))
+        frame = pd.concat(rows, ignore_index=True)
+        frame["completed_steps"] = step
+        return frame
+
+    def _row(self, step: int, metrics: dict[str, Tensor], wall: float) -> pd.DataFrame:
+        S = self.population
+        data = {"step": np.full(S, step), "member": np.arange(S), "seed": np.full(S, self.config.seed),
+                "diverged": self.diverged.numpy().copy(), "wall_time": np.full(S, wall)}
+        for key, value in metrics.items():
+            data[key] = value.detach().to(torch.float64).reshape(S).numpy().copy()
+        return pd.DataFrame(data)
+
+
+def train(config: RunConfig, progress: bool = False) -> pd.DataFrame:
+    """Run ``config`` and return one row per (logged step, member) with its metrics."""
+    frame = ActorLearner(config).run(progress=progress)
+    frame.insert(0, "run_id", config.run_id)
+    frame.insert(1, "label", config.label or config.estimator)
+    return frame
