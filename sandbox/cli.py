@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import logging
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -49,6 +51,8 @@ def load_plugin(module: str) -> None:
     if path.suffix == ".py":
         if not path.is_file():
             raise ValueError(f"--plugin file {module!r} does not exist")
+        # its folder goes on sys.path, so that worker processes can import it too
+        sys.path.insert(0, str(path.resolve().parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = mod
@@ -58,6 +62,101 @@ def load_plugin(module: str) -> None:
         importlib.import_module(module)
     except ModuleNotFoundError as err:
         raise ValueError(f"--plugin module {module!r} cannot be imported: {err}") from err
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def config_from_args(args: argparse.Namespace):
+    """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
+    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible)."""
+    from sandbox.runtime.config import RunConfig
+
+    data = json.loads(Path(args.config).read_text()) if args.config else {}
+    for item in args.set or []:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        target = data
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = _parse_value(value)
+    return RunConfig.from_dict(data)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Train one run and print its final metrics (mean and 95% CI over the population)."""
+    from sandbox.analysis.stats import bootstrap_ci
+    from sandbox.runtime.loop import train
+
+    config = config_from_args(args)
+    frame = train(config, progress=not args.quiet)
+    if args.out:
+        frame.to_parquet(args.out)
+    final = frame[frame["step"] == frame["step"].max()]
+    print(f"run {config.run_id}: {config.task} / {config.estimator}, {len(final)} seed(s), step {int(final['step'].iloc[0])}")
+    skip = {"step", "member", "seed", "run_id", "label", "completed_steps", "wall_time"}
+    for column in final.columns:
+        if column in skip or not pd_numeric(final[column]):
+            continue
+        values = final[column].astype(float).dropna()
+        if len(values):
+            print(f"  {column:<22} {bootstrap_ci(values.to_numpy())}")
+    return 0
+
+
+def pd_numeric(series) -> bool:
+    import pandas as pd
+
+    return pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run the sweeps of figures (or groups) without their notebooks; resumable."""
+    from sandbox.analysis.store import ResultsStore
+    from sandbox.runtime.sweep import run_sweep
+    from simulations import select
+
+    store = ResultsStore(args.results)
+    failed = 0
+    for figure in select(args.names):
+        report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
+                           ray_address=args.ray_address, desc=figure.name)
+        print(f"{figure.name}: {report.total} jobs, {report.skipped} already done, {report.computed} computed, "
+              f"{len(report.failed)} failed")
+        failed += len(report.failed)
+    return 1 if failed else 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Sweeps + notebooks → paper_figures/ and a PASS/FAIL table of every claim."""
+    from sandbox.reproduce import reproduce, summary
+
+    outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=args.results, figures_dir=args.figures,
+                         workers=args.workers, backend=args.backend)
+    print(summary(outcomes))
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run benchmark scripts from benchmarks/ (each prints a table and its ratios)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    available = sorted(p.stem for p in root.glob("*.py") if not p.stem.startswith("_"))
+    names = args.names or available
+    status = 0
+    for name in names:
+        if name not in available:
+            raise ValueError(f"unknown benchmark {name!r}; available: {available}")
+        print(f"== benchmarks/{name}.py")
+        status |= subprocess.call([sys.executable, str(root / f"{name}.py"), *args.extra])
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +176,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list estimators, advantages and controllers with their defaults")
     p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers"])
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="train one run (a RunConfig) and print its final metrics")
+    p.add_argument("--config", help="a JSON file with RunConfig fields")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a field (dotted for dict fields: task_kwargs.K=10); repeatable")
+    p.add_argument("--out", help="write the per-step metrics to this parquet file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    def sweep_options(q: argparse.ArgumentParser) -> None:
+        q.add_argument("names", nargs="*", help="figures or groups (theory, mnist, sequences, llm); all if none")
+        q.add_argument("--fidelity", choices=["quick", "full"], default="quick")
+        q.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
+                       help="results folder (one parquet file per job)")
+        q.add_argument("--workers", type=int, default=None, help="parallel processes (default: CPU count)")
+        q.add_argument("--backend", choices=["local", "ray"], default="local")
+        q.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray)")
+
+    p = sub.add_parser("sweep", help="run figure sweeps (resumable: rerun after an interruption)")
+    sweep_options(p)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("reproduce", help="sweeps + notebooks: write paper_figures/ and check every claim")
+    sweep_options(p)
+    p.add_argument("--figures", default=os.environ.get("SANDBOX_FIGURES", "paper_figures"))
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("bench", help="run benchmarks/ scripts")
+    p.add_argument("names", nargs="*")
+    p.add_argument("extra", nargs=argparse.REMAINDER, help="arguments passed to the scripts after --")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

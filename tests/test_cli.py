@@ -30,3 +30,33 @@ def test_missing_plugin_is_a_clear_error(capsys):
     assert "--plugin module 'no_such_module_xyz' cannot be imported" in capsys.readouterr().err
     assert main(["--plugin", "missing.py", "list"]) == 2
     assert "--plugin file 'missing.py' does not exist" in capsys.readouterr().err
+
+
+def test_run_prints_final_metrics(capsys, tmp_path):
+    out = tmp_path / "run.parquet"
+    code = main(["run", "--set", "task=bandit", "--set", "task_kwargs.K=5", "--set", "task_kwargs.population=3",
+                 "--set", "estimator=dg", "--set", "steps=5", "--quiet", "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "bandit / dg, 3 seed(s), step 5" in text and "error" in text
+    assert out.is_file()
+
+
+def test_run_rejects_bad_overrides(capsys):
+    assert main(["run", "--set", "stepz=3"]) == 2
+    assert "unknown RunConfig field(s) ['stepz']" in capsys.readouterr().err
+    assert main(["run", "--set", "steps"]) == 2
+    assert "--set expects key=value" in capsys.readouterr().err
+
+
+def test_reproduce_unknown_figure(capsys):
+    assert main(["reproduce", "no-such-figure"]) == 2
+    assert "unknown figure or group 'no-such-figure'" in capsys.readouterr().err
+
+
+def test_reproduce_prints_the_claim_table(capsys, tmp_path):
+    code = main(["reproduce", "gate", "--results", str(tmp_path / "r"), "--figures", str(tmp_path / "f"),
+                 "--workers", "1"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "PASS" in text and "claims passed" in text and "gate.png" in text

@@ -1,0 +1,84 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Prop. 2 — exact gradients on the multi-context bandit
+#
+# N = 100 contexts × K = 10 arms, logits ~ N(0, 1), baseline b = 0, the *exact* expected update of
+# each estimator (every action enumerated), normalised step α = 0.3. With b = 0 only the correct
+# arm carries advantage, so context n's update is weighted by p for PG, by 1 for the CE oracle and
+# by p/(1 + p^{1/η}) for DG — between the two. The weight formula is checked against the library's
+# DG to machine precision; the alignment with the CE oracle is compared at the *same parameters*
+# at every logged step of every trajectory.
+
+# %%
+import numpy as np
+
+from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.plotting import band, color, plt, save_figure, use_style
+from simulations import fidelity_from_env, results
+
+fidelity = fidelity_from_env()
+frame = results("prop2-multi-context")
+book = ClaimBook("prop2-multi-context")
+use_style()
+runs = frame[frame.label.isin(["PG", "DG", "CE"])]
+weights = frame[frame.label == "weights"].dropna(axis=1, how="all")
+
+
+def curves(label, column):
+    sub = runs[runs.label == label].pivot(index="member", columns="step", values=column)
+    return sub.columns.to_numpy(), sub.to_numpy()
+
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+for label in ("PG", "DG", "CE"):
+    steps, err = curves(label, "error")
+    band(axes[0], steps, err, label, color_=color(label.lower()))
+    steps, cos = curves(label, "cos_ce")
+    keep = steps > 0
+    band(axes[1], steps[keep], np.maximum(1 - cos[:, keep], 1e-12), label, color_=color(label.lower()))
+axes[0].set(xlabel="step", ylabel="average error 1 − mean π(y)", title="error (exact gradients)")
+axes[1].set(xlabel="step", ylabel="1 − cos(g, CE oracle)", yscale="log", title="misalignment to the CE oracle (CE ≡ 0, floored)")
+axes[0].legend()
+p = np.linspace(1e-3, 1, 200)
+for eta, style in ((0.5, ":"), (1.0, "-"), (2.0, "--")):
+    axes[2].plot(p, p / (1 + p ** (1 / eta)), style, color=color("dg"), label=f"DG η={eta}")
+axes[2].plot(p, p, color=color("pg"), label="PG: p")
+axes[2].plot(p, np.ones_like(p), color=color("ce"), label="CE: 1")
+axes[2].set(xlabel="p = π(y|x)", ylabel="per-context weight", title="weight of a context's update", yscale="log")
+axes[2].legend(fontsize=7)
+save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds")
+
+# %% [markdown]
+# ## Claims
+#
+# PG is steepest ascent on J itself, so it leads for the first few dozen steps; the ordering
+# CE < DG < PG is asserted at the end of the budget, once the oracle's reweighting towards unsolved
+# contexts pays off (the plot shows the early crossing).
+
+# %%
+book.close("dg-weight-formula", "DG's exact per-context update equals (1/N)·p/(1 + p^{1/η})·(e_y − π) for η ∈ {½, 1, 2} (rel. 1e-12)",
+           weights.max_rel_error.to_numpy(), 0.0, tol=1e-12)
+logged = runs[runs.step > 0]
+gap = (logged.ref_dg_cos_ce - logged.ref_reinforce_cos_ce).to_numpy()
+book.exact("dg-closer-to-ce-every-step",
+           "at every logged step of every trajectory, cos(g_DG, CE) > cos(g_PG, CE) at the same parameters (η = 1; value: the smallest gap)",
+           gap.min(), bool(gap.min() > 0))
+final = int(runs.step.max())
+err = {k: runs[(runs.label == k) & (runs.step == final)].sort_values("member").error.to_numpy() for k in ("PG", "DG", "CE")}
+book.less("ce-below-dg", f"CE's error is below DG's at step {final} (paired over seeds)", err["CE"], err["DG"])
+book.less("dg-below-pg", f"DG's error is below PG's at step {final} (paired over seeds)", err["DG"], err["PG"])
+print(book.table())
+book.check()

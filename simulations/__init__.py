@@ -1,0 +1,98 @@
+"""Experiment families: each figure of shared/spec/figures.md is a sweep here plus a notebook.
+
+A ``Figure`` names its jobs for a fidelity ('quick' runs in the test suite, 'full' is what
+``sandbox reproduce --fidelity full`` runs) and the jupytext notebook that plots it and asserts
+its claims. Notebooks get their results with ``results(name)``, which runs any missing job first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sandbox.analysis.store import ResultsStore
+from sandbox.runtime.sweep import Job, load_results, run_sweep
+from sandbox.validation import check_choice
+
+FIDELITIES = ("quick", "full")
+ROOT = Path(__file__).resolve().parents[1]
+#: modules that register figures; a missing optional family is skipped
+FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm")
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    group: str  # 'theory' | 'mnist' | 'sequences' | 'llm'
+    title: str
+    jobs: Callable[[str], list[Job]]
+    notebook: str  # path relative to the repository root
+
+    def notebook_path(self) -> Path:
+        return ROOT / self.notebook
+
+
+FIGURES: dict[str, Figure] = {}
+
+
+def register_figure(figure: Figure) -> Figure:
+    if figure.name in FIGURES and FIGURES[figure.name] is not figure:
+        raise ValueError(f"figure {figure.name!r} is already registered")
+    FIGURES[figure.name] = figure
+    return figure
+
+
+def load_families() -> dict[str, Figure]:
+    for module in FAMILIES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+    return FIGURES
+
+
+def select(names: Iterable[str] | None = None) -> list[Figure]:
+    """Figures by name or group ('theory', 'mnist', 'sequences', 'llm'); all when empty."""
+    figures = load_families()
+    names = list(names or [])
+    if not names:
+        return list(figures.values())
+    groups = {f.group for f in figures.values()}
+    chosen: list[Figure] = []
+    for name in names:
+        if name in figures:
+            picked = [figures[name]]
+        elif name in groups:
+            picked = [f for f in figures.values() if f.group == name]
+        else:
+            raise ValueError(f"unknown figure or group {name!r}; figures: {sorted(figures)}; groups: {sorted(groups)}")
+        chosen.extend(f for f in picked if f not in chosen)
+    return chosen
+
+
+def fidelity_from_env() -> str:
+    fidelity = os.environ.get("SANDBOX_FIDELITY", "quick")
+    check_choice("SANDBOX_FIDELITY", fidelity, FIDELITIES)
+    return fidelity
+
+
+def results(name: str, fidelity: str | None = None, store: ResultsStore | None = None,
+            workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """The results of figure ``name`` at ``fidelity`` (default ``$SANDBOX_FIDELITY``), running
+    missing jobs first (``$SANDBOX_WORKERS`` processes)."""
+    fidelity = fidelity or fidelity_from_env()
+    check_choice("fidelity", fidelity, FIDELITIES)
+    figure = select([name])[0]
+    store = store or ResultsStore(os.environ.get("SANDBOX_RESULTS", ROOT / "results"))
+    jobs = figure.jobs(fidelity)
+    workers = workers or int(os.environ.get("SANDBOX_WORKERS", "1"))
+    report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
+    if not report.ok:
+        raise RuntimeError(f"{len(report.failed)} job(s) of {name} failed:\n" + "\n".join(report.failed.values()))
+    return load_results(jobs, store)

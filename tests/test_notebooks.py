@@ -1,0 +1,23 @@
+"""Every figure end to end at quick fidelity: sweep, notebook (nbclient), PNG + PDF, claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.reproduce import reproduce
+from simulations import select
+
+FIGURES = [f.name for f in select()]
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_reproduces_and_its_claims_pass(name, tmp_path):
+    (outcome,) = reproduce([name], fidelity="quick", results_dir=tmp_path / "results",
+                           figures_dir=tmp_path / "figures", notebooks_dir=tmp_path / "notebooks", workers=1,
+                           progress=False)
+    assert outcome.error is None, outcome.error
+    assert outcome.claims, "the notebook recorded no claims"
+    failed = [f"{c.name}: {c.interval}" for c in outcome.claims if not c.passed]
+    assert not failed, failed
+    assert {p.suffix for p in outcome.files} == {".png", ".pdf"}
+    assert (tmp_path / "notebooks").glob("*.ipynb")
