@@ -95,7 +95,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sandbox.runtime.loop import train
 
     config = config_from_args(args)
-    frame = train(config, progress=not args.quiet)
+    if args.async_workers:
+        from sandbox.runtime.ray_async import AsyncConfig, train_async
+
+        acfg = AsyncConfig(n_workers=args.async_workers, max_staleness=args.max_staleness, mode=args.async_mode,
+                           address=args.ray_address)
+        frame = train_async(config, acfg, progress=not args.quiet)
+    else:
+        frame = train(config, progress=not args.quiet)
     if args.out:
         frame.to_parquet(args.out)
     final = frame[frame["step"] == frame["step"].max()]
@@ -183,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a field (dotted for dict fields: task_kwargs.K=10); repeatable")
     p.add_argument("--out", help="write the per-step metrics to this parquet file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--async-workers", type=int, default=0,
+                   help="run on Ray with this many rollout workers (0: the simulated loop)")
+    p.add_argument("--max-staleness", type=int, default=0, help="Ray runtime: staleness budget in learner steps")
+    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default="fixed_lag")
+    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.set_defaults(func=cmd_run)
 
     def sweep_options(q: argparse.ArgumentParser) -> None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -71,6 +73,9 @@ class ActorLearner:
         self.diverged = torch.zeros(self.population, dtype=torch.bool)
         self._previous_grad: Tensor | None = None  # raw estimator gradient of the last step
         self._previous_update: Tensor | None = None  # last applied update (after controllers)
+        self.rows: list[pd.DataFrame] = []  # logged rows so far
+        self.pending: dict[str, Tensor] = {}  # metrics of the last update, logged at the next logged step
+        self.next_step, self.elapsed = 0, 0.0
         if config.history == "params":
             self.history: ParameterHistory | None = ParameterHistory(self.schedule.max_delay + 1)
             self.history.push(0, self.params)
@@ -116,7 +121,8 @@ class ActorLearner:
             cosine(flat, self._previous_grad) if self._previous_grad is not None else torch.full((S,), math.nan)
         )
         self._previous_grad = flat.detach().clone()
-        metrics["staleness_mean"] = (step - rollout.version).to(torch.float64).flatten(1).mean(-1).expand(S)
+        staleness = (step - rollout.version).to(torch.float64).reshape(S, -1)
+        metrics["staleness_mean"], metrics["staleness_max"] = staleness.mean(-1), staleness.amax(-1)
         if diagnostics:
             with torch.enable_grad():
                 metrics.update(self.task.update_diagnostics(self.params, rollout, flat, self.estimator))
@@ -168,33 +174,95 @@ class ActorLearner:
                 for k, v in metrics.items()}
 
     # ------------------------------------------------------------------ the loop
-    def run(self, progress: bool = False) -> pd.DataFrame:
+    def run(self, progress: bool = False, rollouts: Callable[[int], Rollout] | None = None,
+            publish: Callable[[int], None] | None = None, checkpoint_path: str | os.PathLike | None = None,
+            checkpoint_every: int = 0) -> pd.DataFrame:
+        """Run (or continue) the loop to ``config.steps``.
+
+        ``rollouts(step)`` supplies the batch of each step (default: the simulated stale actor,
+        ``self.rollout``); ``publish(version)`` is called after each update (default:
+        ``self.after_update``). With ``checkpoint_path`` the whole state is saved atomically every
+        ``checkpoint_every`` steps; ``ActorLearner.resume(path)`` continues it with the same numbers.
+        """
         cfg = self.config
+        rollouts = rollouts or self.rollout
+        publish = publish or self.after_update
         schedule = set(log_schedule(cfg.steps, cfg.log_points))
-        rows: list[pd.DataFrame] = []
-        start = time.perf_counter()
-        pending: dict[str, Tensor] = {}
-        bar = tqdm(total=cfg.steps, desc=cfg.label or cfg.estimator, disable=not progress, leave=False)
-        step = 0
-        for step in range(cfg.steps + 1):
-            if step in schedule:
-                rows.append(self._row(step, {**self.evaluate(step), **pending}, time.perf_counter() - start))
+        start = time.perf_counter() - self.elapsed
+        bar = tqdm(total=cfg.steps, initial=self.next_step, desc=cfg.label or cfg.estimator, disable=not progress,
+                   leave=False)
+        step = self.next_step
+        while True:
+            if step in schedule and (not self.rows or self.rows[-1]["step"].iloc[0] != step):
+                self.rows.append(self._row(step, {**self.evaluate(step), **self.pending}, time.perf_counter() - start))
             if step == cfg.steps or not bool(self.active.any()):
                 break
             try:
-                pending = self.update(step, self.rollout(step), diagnostics=(step + 1) in schedule)
+                self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
             except ValueError as err:  # non-finite inputs reached an estimator: the run has diverged
                 log.warning("step %d: %s; marking the run diverged", step, err)
                 self._mark_diverged(torch.ones(self.population, dtype=torch.bool))
-                pending = {}
-            self.after_update(step + 1)
+                self.pending = {}
+            step += 1
+            publish(step)
+            self.next_step, self.elapsed = step, time.perf_counter() - start
             bar.update(1)
+            if checkpoint_path is not None and checkpoint_every and step % checkpoint_every == 0 and step < cfg.steps:
+                self.save(checkpoint_path)
         bar.close()
-        if step != cfg.steps or not rows or rows[-1]["step"].iloc[0] != step:
-            rows.append(self._row(step, {**self.evaluate(step), **pending}, time.perf_counter() - start))
-        frame = pd.concat(rows, ignore_index=True)
+        if not self.rows or self.rows[-1]["step"].iloc[0] != step:
+            self.rows.append(self._row(step, {**self.evaluate(step), **self.pending}, time.perf_counter() - start))
+        frame = pd.concat(self.rows, ignore_index=True)
         frame["completed_steps"] = step
         return frame
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        return {
+            "config": self.config.to_dict(),
+            "params": [p.detach().clone() for p in self.params],
+            "optimizer": self.optimizer.state_dict(),
+            "controllers": [dict(vars(c)) for c in self.controllers],
+            "active": self.active.clone(), "diverged": self.diverged.clone(),
+            "previous_grad": self._previous_grad, "previous_update": self._previous_update,
+            "history": None if self.history is None else dict(self.history._snapshots),
+            "queue": None if self.queue is None else vars(self.queue).copy(),
+            "task_state": self.task.state_dict() if hasattr(self.task, "state_dict") else None,
+            "rows": self.rows, "pending": self.pending, "next_step": self.next_step, "elapsed": self.elapsed,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            for p, saved in zip(self.params, state["params"]):
+                p.copy_(saved)
+        self.optimizer.load_state_dict(state["optimizer"])
+        for controller, saved in zip(self.controllers, state["controllers"]):
+            vars(controller).update(saved)
+        self.active, self.diverged = state["active"], state["diverged"]
+        self._previous_grad, self._previous_update = state["previous_grad"], state["previous_update"]
+        if state["history"] is not None:
+            self.history._snapshots = type(self.history._snapshots)(state["history"])
+        if state["queue"] is not None:
+            vars(self.queue).update(state["queue"])
+        if state["task_state"] is not None:
+            self.task.load_state_dict(state["task_state"])
+        self.rows, self.pending = state["rows"], state["pending"]
+        self.next_step, self.elapsed = state["next_step"], state["elapsed"]
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Atomically write the whole state (write to a temporary file, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike) -> ActorLearner:
+        state = torch.load(path, weights_only=False)
+        learner = cls(RunConfig.from_dict(state["config"]))
+        learner.load_state_dict(state)
+        return learner
 
     def _row(self, step: int, metrics: dict[str, Tensor], wall: float) -> pd.DataFrame:
         S = self.population

@@ -1,0 +1,300 @@
+"""Real asynchrony on Ray: rollout workers, a learner, bounded staleness.
+
+N rollout workers (Ray actors, each with its own copy of the task and policy) sample batches while
+the learner (this process, an ``ActorLearner``) updates. Weights go to the workers through the
+object store every ``broadcast_every`` steps; every token is stamped with the learner version
+that produced it, so staleness is measured per token.
+
+Admission control (AReaL-style): the rollout of step t is only *started* when the version it will
+use is at most ``max_staleness`` behind t — nothing is sampled that would have to be dropped.
+
+- ``mode="fixed_lag"``: step t samples with the newest published version ≤ t − s. Deterministic:
+  with s = 0 it reproduces the synchronous loop bit for bit, and with ``broadcast_every=1`` it
+  equals the simulated fixed delay D = s bit for bit — while sampling really overlaps learning.
+- ``mode="bounded"``: a worker that becomes idle takes the next step with the *newest* weights,
+  if that step is within s of them; the staleness of each batch then depends on timing, as in
+  production systems.
+
+Faults: a worker that dies is restarted and its step re-sampled; since a rollout's randomness
+derives from (seed, step), the replacement is identical — no rollout is lost or counted twice.
+The learner checkpoints (``checkpoint_every``) and ``resume=True`` continues from the last one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from sandbox.frictions import FrictionStack
+from sandbox.rollout import Rollout
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.history import ParameterHistory
+from sandbox.runtime.loop import ActorLearner
+from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.task import make_task
+from sandbox.validation import check_choice, check_range
+
+log = logging.getLogger(__name__)
+
+MODES = ("fixed_lag", "bounded")
+
+
+@dataclass(frozen=True)
+class AsyncConfig:
+    """How the actor-learner is distributed (the run itself is a ``RunConfig``).
+
+    Attributes:
+        n_workers: rollout workers (Ray actors), ≥ 1.
+        max_staleness: s, the staleness budget in learner steps (the queue's capacity), ≥ 0.
+        mode: 'fixed_lag' (deterministic) or 'bounded' (newest weights, timing-dependent).
+        broadcast_every: k, publish weights every k learner steps, ≥ 1.
+        address: Ray cluster address ('auto', 'ray://host:10001', …); None starts a local Ray.
+        num_cpus_per_worker: CPUs reserved per worker (fractions allowed).
+        num_gpus_per_worker: GPUs reserved per worker.
+        checkpoint_path, checkpoint_every: the learner's checkpoint (0 = never).
+        max_restarts: how many worker deaths the run survives in total.
+    """
+
+    n_workers: int = 1
+    max_staleness: int = 0
+    mode: str = "fixed_lag"
+    broadcast_every: int = 1
+    address: str | None = None
+    num_cpus_per_worker: float = 1.0
+    num_gpus_per_worker: float = 0.0
+    checkpoint_path: str | None = None
+    checkpoint_every: int = 0
+    max_restarts: int = 10
+
+    def __post_init__(self) -> None:
+        check_range("n_workers", self.n_workers, low=1)
+        check_range("max_staleness", self.max_staleness, low=0)
+        check_choice("mode", self.mode, MODES)
+        check_range("broadcast_every", self.broadcast_every, low=1)
+        check_range("num_cpus_per_worker", self.num_cpus_per_worker, low=0.0)
+        check_range("num_gpus_per_worker", self.num_gpus_per_worker, low=0.0)
+        check_range("checkpoint_every", self.checkpoint_every, low=0)
+        check_range("max_restarts", self.max_restarts, low=0)
+        if self.checkpoint_every and not self.checkpoint_path:
+            raise ValueError("checkpoint_every > 0 needs checkpoint_path")
+
+
+class RolloutWorker:
+    """A Ray actor: its own task (environment + policy + frictions) that samples on request."""
+
+    def __init__(self, config: dict, threads: int = 1) -> None:
+        torch.set_num_threads(threads)
+        self.config = RunConfig.from_dict(config)
+        self.task = make_task(self.config.task, **self.config.task_kwargs)
+        self.task.attach_frictions(FrictionStack.from_config(self.config.frictions))
+        # the task's own state (e.g. the bandit's correct arms) is drawn with the parameters
+        self.task.init_params(derived_generator(self.config.seed, "init"))
+
+    def sample(self, step: int, version: int, params: list[torch.Tensor]) -> tuple[int, int, Rollout, float]:
+        start = time.perf_counter()
+        rollout = self.task.collect(params, step, version, derived_generator(self.config.seed, "rollout", step),
+                                    self.config.seed)
+        return step, version, rollout, time.perf_counter() - start
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@dataclass
+class _Slot:
+    actor: object
+    busy: object | None = None  # the ObjectRef of its in-flight request
+    request: tuple[int, int] | None = None  # (step, version)
+
+
+@dataclass
+class AsyncStats:
+    restarts: int = 0
+    rollouts_received: int = 0
+    duplicates_discarded: int = 0
+    sample_seconds: float = 0.0
+    wait_seconds: float = 0.0  # learner time spent waiting for rollouts
+    versions: dict[int, int] = field(default_factory=dict)  # step → version used
+
+
+class AsyncRunner:
+    """Drives an ``ActorLearner`` with rollouts from Ray workers."""
+
+    def __init__(self, config: RunConfig, async_config: AsyncConfig, resume: bool = False) -> None:
+        import ray
+
+        self.ray = ray
+        self.config, self.acfg = config, async_config
+        if config.staleness:
+            raise ValueError("with the Ray runtime staleness is real: leave RunConfig.staleness empty and set "
+                             "AsyncConfig.max_staleness")
+        path = async_config.checkpoint_path
+        if resume and path and Path(path).is_file():
+            self.learner = ActorLearner.resume(path)
+            log.info("resumed from %s at step %d", path, self.learner.next_step)
+        else:
+            self.learner = ActorLearner(config)
+        s, k = async_config.max_staleness, async_config.broadcast_every
+        if self.learner.history is None or self.learner.history.capacity < s + k + 1:
+            history = ParameterHistory(s + k + 1)
+            for version in range(max(0, self.learner.next_step - s - k), self.learner.next_step + 1):
+                if self.learner.history is not None and version in self.learner.history._snapshots:
+                    history.push(version, self.learner.history.get(version))
+            if self.learner.next_step not in history._snapshots:
+                history.push(self.learner.next_step, self.learner.params)
+            self.learner.history = history
+        self.stats = AsyncStats()
+        self._published: dict[int, object] = {}  # version → ObjectRef of its weights
+        self._done: dict[int, Rollout] = {}
+        self._next_step = self.learner.next_step  # first step not yet assigned to a worker
+        self._started_ray = False
+        if not ray.is_initialized():
+            ray.init(address=async_config.address, include_dashboard=False, log_to_driver=False,
+                     num_cpus=None if async_config.address else max(2, async_config.n_workers + 1))
+            self._started_ray = True
+        self._remote = ray.remote(num_cpus=async_config.num_cpus_per_worker,
+                                  num_gpus=async_config.num_gpus_per_worker)(RolloutWorker)
+        self._slots = [self._new_slot() for _ in range(async_config.n_workers)]
+        for version in sorted(self.learner.history._snapshots):
+            if version % k == 0 or version == self.learner.next_step:
+                self._published[version] = ray.put(self.learner.history.get(version))
+
+    # ------------------------------------------------------------------ workers
+    def _new_slot(self) -> _Slot:
+        threads = max(1, int(self.acfg.num_cpus_per_worker))
+        return _Slot(self._remote.remote(self.config.to_dict(), threads))
+
+    def worker_pids(self) -> list[int]:
+        return self.ray.get([slot.actor.pid.remote() for slot in self._slots])
+
+    def _newest_published(self, at_most: int | None = None) -> int | None:
+        versions = [v for v in self._published if at_most is None or v <= at_most]
+        return max(versions) if versions else None
+
+    def _version_for(self, step: int) -> int | None:
+        """The version step ``step`` samples with, or None while admission control must wait.
+
+        fixed_lag: v(t) = ⌊max(0, t − s)/k⌋·k, once published. bounded: the newest published
+        version, if t − v ≤ s.
+        """
+        s, k = self.acfg.max_staleness, self.acfg.broadcast_every
+        if self.acfg.mode == "fixed_lag":
+            target = max(0, step - s)
+            version = target - target % k
+            return version if version in self._published else None
+        newest = self._newest_published()
+        return newest if newest is not None and step - newest <= s else None
+
+    def _assign(self) -> None:
+        """Give idle workers the next steps that admission control allows."""
+        for slot in self._slots:
+            if slot.busy is not None or self._next_step >= self.config.steps:
+                continue
+            version = self._version_for(self._next_step)
+            if version is None:
+                return
+            step = self._next_step
+            slot.request = (step, version)
+            slot.busy = slot.actor.sample.remote(step, version, self._published[version])
+            self._next_step += 1
+
+    def _collect_ready(self, timeout: float | None) -> None:
+        busy = {slot.busy: slot for slot in self._slots if slot.busy is not None}
+        if not busy:
+            return
+        ready, _ = self.ray.wait(list(busy), num_returns=1, timeout=timeout)
+        for ref in ready:
+            slot = busy[ref]
+            step, version = slot.request
+            try:
+                got_step, got_version, rollout, seconds = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError:
+                self._restart(slot)
+                continue
+            slot.busy, slot.request = None, None
+            self.stats.rollouts_received += 1
+            self.stats.sample_seconds += seconds
+            if got_step in self._done or got_step < self.learner.next_step:
+                self.stats.duplicates_discarded += 1
+                continue
+            self._done[got_step] = rollout
+            self.stats.versions[got_step] = got_version
+
+    def _restart(self, slot: _Slot) -> None:
+        """A worker died: replace it and re-sample its step with the same version (same numbers)."""
+        self.stats.restarts += 1
+        if self.stats.restarts > self.acfg.max_restarts:
+            raise RuntimeError(f"more than max_restarts={self.acfg.max_restarts} rollout-worker deaths")
+        step, version = slot.request
+        log.warning("rollout worker died while sampling step %d; restarting it", step)
+        fresh = self._new_slot()
+        slot.actor = fresh.actor
+        slot.busy = slot.actor.sample.remote(step, version, self._published[version])
+
+    # ------------------------------------------------------------------ learner hooks
+    def rollout(self, step: int) -> Rollout:
+        start = time.perf_counter()
+        while step not in self._done:
+            self._assign()
+            self._collect_ready(timeout=None)
+        self.stats.wait_seconds += time.perf_counter() - start
+        return self._done.pop(step)
+
+    def publish(self, version: int) -> None:
+        self.learner.history.push(version, self.learner.params)
+        if version % self.acfg.broadcast_every == 0:
+            self._published[version] = self.ray.put(self.learner.history.get(version))
+        # keep what a future assignment or a restart of an in-flight request can still use
+        in_flight = {slot.request[1] for slot in self._slots if slot.request is not None}
+        if self.acfg.mode == "fixed_lag":
+            target = max(0, self._next_step - self.acfg.max_staleness)
+            floor = target - target % self.acfg.broadcast_every
+        else:
+            floor = self._newest_published()
+        for v in [v for v in self._published if v < floor and v not in in_flight]:
+            del self._published[v]
+        self._assign()
+
+    # ------------------------------------------------------------------ run
+    def run(self, progress: bool = False) -> pd.DataFrame:
+        try:
+            self._assign()
+            frame = self.learner.run(progress=progress, rollouts=self.rollout, publish=self.publish,
+                                     checkpoint_path=self.acfg.checkpoint_path,
+                                     checkpoint_every=self.acfg.checkpoint_every)
+        finally:
+            self.shutdown()
+        frame["restarts"] = self.stats.restarts
+        frame["rollouts_received"] = self.stats.rollouts_received
+        frame["learner_wait_seconds"] = self.stats.wait_seconds
+        return frame
+
+    def shutdown(self) -> None:
+        for slot in self._slots:
+            try:
+                self.ray.kill(slot.actor)
+            except Exception:  # already dead
+                pass
+        if self._started_ray:
+            self.ray.shutdown()
+
+
+def train_async(config: RunConfig, async_config: AsyncConfig | None = None, progress: bool = False,
+                resume: bool = False) -> pd.DataFrame:
+    """``train`` with real asynchrony: the same rows, plus restarts and the learner's waiting time."""
+    frame = AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress)
+    frame.insert(0, "run_id", config.run_id)
+    frame.insert(1, "label", config.label or config.estimator)
+    return frame
+
+
+def train_async_job(**params) -> pd.DataFrame:
+    """Job function of an asynchronous run: the RunConfig fields plus ``async_config`` (a dict)."""
+    async_config = AsyncConfig(**params.pop("async_config", {}))
+    return train_async(RunConfig.from_dict(params), async_config)
