@@ -15,7 +15,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from sandbox.estimators.base import PGTerms, effective_sample_size_fraction, sequence_log_ratio
+from sandbox.diagnostics import cosine, effective_sample_size_fraction
+from sandbox.estimators.base import PGTerms, sequence_log_ratio
 from sandbox.registry import Registry
 from sandbox.validation import check_range
 
@@ -63,12 +64,6 @@ def unflatten_grads(flat: Tensor, like: Sequence[Tensor]) -> list[Tensor]:
         out.append(flat[..., start : start + size].reshape(g.shape))
         start += size
     return out
-
-
-def cosine(a: Tensor, b: Tensor, eps: float = 1e-12) -> Tensor:
-    """Cosine along the last axis; 0 where either vector is zero."""
-    na, nb = a.norm(dim=-1), b.norm(dim=-1)
-    return (a * b).sum(-1) / (na * nb).clamp(min=eps)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
-from sandbox.controllers import cosine
+from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
 from sandbox.envs.bandits import Bandit, exact_pg, expected_update
 from sandbox.estimators import Estimator, PGTerms, make_estimator, register_estimator
 from sandbox.estimators.base import sg
@@ -70,12 +70,6 @@ def per_action_gradients(estimator: Estimator, logits: torch.Tensor, rewards: to
     return -grad[:, 0, :]
 
 
-def perpendicular(g: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
-    """g minus its projection on ``direction`` (last axis)."""
-    u = direction / direction.norm(dim=-1, keepdim=True)
-    return g - (g * u).sum(-1, keepdim=True) * u
-
-
 # ----------------------------------------------------------------------------- fidelity
 FIDELITY = {
     "quick": {"seeds": 20, "prop1_steps": 100, "prop2_steps": 150, "async_steps": 300, "async_seeds": 8,
@@ -124,8 +118,7 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
         e_dg = expected_update(dg, z.view(1, 1, K), labels, baseline=b).view(K)
         rewards = torch.nn.functional.one_hot(torch.tensor(0), K).to(DTYPE)
         probs = torch.softmax(z, -1)
-        perp_pg = perpendicular(per_action_gradients(pg, z, rewards, b), e_pg).pow(2).sum(-1)  # [K]
-        perp_dg = perpendicular(per_action_gradients(dg, z, rewards, b), e_pg).pow(2).sum(-1)
+        per_pg, per_dg = per_action_gradients(pg, z, rewards, b), per_action_gradients(dg, z, rewards, b)
         chi_minus = -b * -math.log((1 - p) / (K - 1))
         w_minus = 1 / (1 + math.exp(-chi_minus / eta))
         # Monte Carlo through the simulator's whole pipeline: independent batches for PG and DG
@@ -141,8 +134,9 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
             terms = task.learner_terms(params, rollout, make_advantage("constant", b=b), None, False)
             (grad,) = torch.autograd.grad(est(terms).loss, params)
             mc[label] = perpendicular(-grad.reshape(n_batches, K), e_pg).pow(2).sum(-1).numpy()
-        rows.append({"p": p, "cos_parallel": float(cosine(e_pg, e_dg)), "perp_pg": float((probs * perp_pg).sum()),
-                     "perp_dg": float((probs * perp_dg).sum()), "w_minus_sq": w_minus**2,
+        rows.append({"p": p, "cos_parallel": float(cosine(e_pg, e_dg)),
+                     "perp_pg": float(perpendicular_second_moment(per_pg, e_pg, probs)),
+                     "perp_dg": float(perpendicular_second_moment(per_dg, e_pg, probs)), "w_minus_sq": w_minus**2,
                      "mc_perp_pg": mc["pg"].tolist(), "mc_perp_dg": mc["dg"].tolist()})
     frame = pd.DataFrame(rows)
     frame["ratio_exact"] = frame["perp_dg"] / frame["perp_pg"]

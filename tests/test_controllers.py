@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox import PGTerms
-from sandbox.controllers import CONTROLLERS, cosine, make_controller
+from sandbox.controllers import CONTROLLERS, make_controller
+from sandbox.diagnostics import cosine
 
 
 def _terms(log_rho, T=1):

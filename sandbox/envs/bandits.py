@@ -247,7 +247,7 @@ class Bandit(CategoricalTask):
         reference estimator, the cosines of *its* exact expected update at the same parameters."""
         metrics = super().update_diagnostics(params, rollout, grad, estimator)
         if self.reference_estimators:
-            from sandbox.controllers import cosine
+            from sandbox.diagnostics import cosine
             from sandbox.estimators import make_estimator
 
             z = params[0].detach()

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from sandbox.advantages import Advantage
-from sandbox.controllers import cosine
+from sandbox.diagnostics import cosine
 from sandbox.estimators.base import Estimator, PGTerms
 from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
 from sandbox.rollout import Rollout, single_step_rollout

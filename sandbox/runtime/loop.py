@@ -29,7 +29,8 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from sandbox.advantages import make_advantage
-from sandbox.controllers import cosine, flatten_grads, make_controller, unflatten_grads
+from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
+from sandbox.diagnostics import cosine
 from sandbox.estimators import make_estimator
 from sandbox.frictions import DelaySchedule, FrictionStack
 from sandbox.rollout import Rollout
