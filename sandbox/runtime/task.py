@@ -29,7 +29,8 @@ def register_task(name: str, *, replace: bool = False):
 
 
 #: modules that register tasks; imported on first use so that workers know every task
-TASK_MODULES = ("sandbox.envs.bandits", "sandbox.envs.mnist", "sandbox.envs.sequences", "sandbox.policies.hf")
+TASK_MODULES = ("sandbox.envs.bandits", "sandbox.envs.mnist", "sandbox.envs.sequences", "sandbox.policies.hf",
+                "sandbox.envs.text")
 
 
 def load_tasks() -> None:
