@@ -549,6 +549,8 @@ class HFTextTask(Task):
         logp = policy.logp(params, prompt_ids, prompt_mask, rollout.actions[0], rollout.mask[0]).unsqueeze(0)
         inputs: dict[str, Tensor] = {}
         for need in advantage.needs:
+            if need == "grad_sq_norms" and getattr(advantage, "weights", "") == "rho2":
+                continue  # the cheap form of the min-variance baseline needs only the ratios
             if need == "rho":
                 inputs["rho"] = torch.exp(sequence_log_ratio(logp.detach(), rollout.behavior_logp, rollout.mask))
             else:

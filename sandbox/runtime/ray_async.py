@@ -294,7 +294,21 @@ def train_async(config: RunConfig, async_config: AsyncConfig | None = None, prog
     return frame
 
 
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Start (or join) Ray once per process and leave it up for the next runs (shut down at exit):
+    a sweep of asynchronous runs pays Ray's start-up once, not once per run."""
+    import atexit
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=None if address else (num_cpus or max(2, os.cpu_count() or 2)),
+                 include_dashboard=False, log_to_driver=False)
+        atexit.register(ray.shutdown)
+
+
 def train_async_job(**params) -> pd.DataFrame:
     """Job function of an asynchronous run: the RunConfig fields plus ``async_config`` (a dict)."""
     async_config = AsyncConfig(**params.pop("async_config", {}))
+    ensure_ray(async_config.address)
     return train_async(RunConfig.from_dict(params), async_config)

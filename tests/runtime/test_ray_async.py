@@ -24,9 +24,12 @@ EXTRA = ["wall_time", "run_id", "label", "restarts", "rollouts_received", "learn
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    started = not ray.is_initialized()  # a figure test in this process may have started it already
+    if started:
+        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
     yield
-    ray.shutdown()
+    if started:
+        ray.shutdown()
 
 
 def _numbers(frame):
