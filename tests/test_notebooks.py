@@ -7,7 +7,9 @@ import pytest
 from sandbox.reproduce import reproduce
 from simulations import select
 
-FIGURES = [f.name for f in select()]
+#: figures that start Ray run in the same xdist worker as the Ray tests (one Ray at a time)
+FIGURES = [pytest.param(f.name, marks=pytest.mark.xdist_group("ray")) if f.group == "llm" else f.name
+           for f in select()]
 
 
 @pytest.mark.parametrize("name", FIGURES)
