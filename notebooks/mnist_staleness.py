@@ -1,0 +1,117 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # MNIST — a stale actor
+#
+# The actor samples with the learner's parameters from D steps ago (a fixed delay; for the first D
+# steps it uses the initial weights), the learner updates on what it gets. Stale batches are kept
+# as an eager queue of D rollouts (`history="rollouts"`), not D copies of the MLP: the same numbers
+# at a fraction of the memory (benchmarks/mnist.py measures both).
+#
+# Methods (all with the Σπ² baseline, Adam 1e-3, B = 100 images, one sample each):
+# REINFORCE; IS-PG with the exact behaviour probabilities (`behavior="true"`: the learner gets the
+# probabilities the actor really sampled from); TIS (C = 2); PPO (ε = 0.2, π_prox = μ, one update
+# per batch); VCPO = IS-PG with exact μ + VCPO's ESS-scaled step (`ess_lr`; the minimum-variance
+# baseline needs two or more samples per image, so it is not used here); GAC = REINFORCE + GAC's
+# gradient projection (`gac`, default thresholds c_proj = 0.3, c_skip = 0.9); DG (η = 1), with no
+# off-policy correction at all.
+#
+# At D = 0 every importance weight is exactly 1 (up to rounding): IS-PG, TIS and VCPO reduce to
+# REINFORCE and PPO's clip is inactive on its single update. At quick fidelity their D = 0 point is
+# therefore REINFORCE's run (marked with open circles); full fidelity runs every method at D = 0.
+#
+# Claims (shared/spec/figures.md, "mnist-staleness"): at large D, DG without any off-policy
+# correction beats IS-PG with exact probabilities; REINFORCE fails.
+
+# %%
+import numpy as np
+
+from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.plotting import band, plt, use_style
+from sandbox.analysis.stats import bootstrap_ci
+from simulations import fidelity_from_env, results
+from simulations.mnist import (
+    FIDELITY,
+    STALENESS,
+    SYNC_IDENTICAL,
+    data_note,
+    label_parts,
+    method_color,
+    save,
+)
+
+fidelity = fidelity_from_env()
+runs = results("mnist-staleness")
+book = ClaimBook("mnist-staleness")
+use_style()
+parts = runs.label.map(label_parts)
+runs["method"], runs["D"] = parts.str[0], parts.str[1]
+delays = sorted(int(d) for d in runs.D.unique())
+D_large = max(delays)
+final = int(runs.step.max())
+end = runs[runs.step == final]
+
+
+def final_errors(method, D):
+    """Final error per seed of ``method`` at delay D (REINFORCE's run stands in at D = 0 where identical)."""
+    if D == 0 and method in SYNC_IDENTICAL and FIDELITY[fidelity]["sync_shortcut"]:
+        method = "REINFORCE"
+    sub = end[(end.method == method) & (end.D == D)].sort_values("member")
+    return sub.error.to_numpy()
+
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+for method in STALENESS:
+    sub = runs[(runs.method == method) & (runs.D == D_large)].pivot(index="member", columns="step", values="error")
+    band(axes[0], sub.columns.to_numpy(), sub.to_numpy(), method, color_=method_color(method))
+x_of = {D: (D if D > 0 else min(d for d in delays if d > 0) / 4) for D in delays}
+for method in STALENESS:
+    est, lo, hi = [], [], []
+    for D in delays:
+        iv = bootstrap_ci(final_errors(method, D))
+        est.append(iv.estimate), lo.append(iv.low), hi.append(iv.high)
+    xs = [x_of[D] for D in delays]
+    c = method_color(method)
+    axes[1].plot(xs, est, "-o", color=c, label=method, ms=4)
+    axes[1].fill_between(xs, lo, hi, color=c, alpha=0.15, linewidth=0)
+    if method in SYNC_IDENTICAL and FIDELITY[fidelity]["sync_shortcut"]:
+        axes[1].plot(xs[:1], est[:1], "o", mfc="white", color=c, ms=6)
+axes[0].set(xlabel="step", ylabel="greedy test error", title=f"error vs step at D = {D_large}")
+axes[1].set(xscale="log", xlabel="delay D (log; D = 0 drawn at the left)", ylabel=f"error at step {final}",
+            title="final error vs delay")
+axes[1].minorticks_off()
+axes[1].set_xticks([x_of[D] for D in delays], [str(D) for D in delays])
+axes[1].legend(fontsize=7, ncol=2)
+save(fig, "mnist-staleness", note=data_note(runs, fidelity) + f", delays {delays}")
+
+# %% [markdown]
+# ## Claims
+#
+# Paired over seeds (every method starts from the same weights per seed). "REINFORCE fails": its
+# final error at the largest delay is above 0.5 (chance is 0.9) and above its own synchronous error.
+
+# %%
+dg, is_pg, pg = final_errors("DG", D_large), final_errors("IS-PG (exact μ)", D_large), final_errors("REINFORCE", D_large)
+book.less("dg-beats-is-pg-large-delay",
+          f"at D = {D_large}, DG (no correction) ends below IS-PG with exact behaviour probabilities (paired)", dg, is_pg)
+book.above("reinforce-fails", f"at D = {D_large}, REINFORCE's final error is above 0.5", pg, 0.5)
+book.greater("reinforce-worse-than-sync", f"REINFORCE at D = {D_large} ends above REINFORCE at D = 0 (paired)",
+             pg, final_errors("REINFORCE", 0))
+table = {m: [round(float(np.mean(final_errors(m, D))), 4) for D in delays] for m in STALENESS}
+print("final error (mean over seeds) at D =", delays)
+for m, v in table.items():
+    print(f"  {m:<18} {v}")
+print(book.table())
+book.check()

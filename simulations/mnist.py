@@ -1,0 +1,178 @@
+"""Contaminated MNIST (shared/spec/figures.md, "MNIST"): mnist-learning, mnist-samples-per-image,
+mnist-alignment, mnist-staleness.
+
+Every run is the actor-learner loop on the ``mnist`` task (an MLP 784 → 100 → 10, Adam 1e-3,
+B = 100 images per step, the Σπ² baseline) with the seeds as one batched population. The
+learning and alignment figures share their runs; so do the one-sample points of the
+samples-per-image figure and the D = 0 points of the staleness figure (equal configs, one job).
+Every run also probes REINFORCE's and DG's batch gradients on its own batches at its logged
+steps, so alignment can compare the estimators at the same parameters.
+
+Quick fidelity uses the 10k test split only (8k images train, 2k evaluate); full fidelity uses the
+60k training set when it can be found or downloaded (``split='auto'``) and says which it used.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.sweep import Job
+from simulations import Figure, register_figure
+
+FIDELITY = {
+    "quick": {"seeds": 5, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
+              "delays": (0, 200), "sync_shortcut": True, "split": "test10k", "eval_size": 2000, "seed": 0},
+    "full": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 2, 5, 10, 20, 50, 100), "exact_dg": True,
+             "delays": (0, 1, 3, 10, 30, 100, 300, 1000), "sync_shortcut": False, "split": "auto", "eval_size": 0,
+             "seed": 0},
+}
+LR, BATCH = 1e-3, 100
+PROBES = ("reinforce", "dg")
+LEARNING = (("PG", "reinforce", {}), ("DG", "dg", {"eta": 1.0}), ("CE", "xent", {}))
+
+#: label → (estimator, estimator kwargs, controllers, task overrides)
+STALENESS = {
+    "REINFORCE": ("reinforce", {}, (), {}),
+    "IS-PG (exact μ)": ("is_pg", {}, (), {"behavior": "true"}),
+    "TIS": ("tis", {"C": 2.0}, (), {}),
+    "PPO": ("ppo", {}, (), {}),
+    "VCPO": ("is_pg", {}, (("ess_lr", {}),), {"behavior": "true"}),
+    "GAC": ("reinforce", {}, (("gac", {}),), {}),
+    "DG": ("dg", {"eta": 1.0}, (), {}),
+}
+#: on-policy (D = 0) these are REINFORCE: every ratio π_θ/μ is 1, so IS-PG, TIS and VCPO's weights and
+#: ESS are 1 and PPO's clip is inactive on its single update — at quick fidelity their D = 0 point
+#: is REINFORCE's run (the notebook says so); full fidelity runs them all.
+SYNC_IDENTICAL = ("IS-PG (exact μ)", "TIS", "PPO", "VCPO")
+#: runs shared between figures keep one label everywhere (a stored result carries the label it was
+#: computed under): the synchronous REINFORCE and DG runs are "PG" and "DG"
+SHARED = {"REINFORCE": "PG", "DG": "DG"}
+
+
+def train_run(**params) -> pd.DataFrame:
+    """A training job on one intra-op thread: an MNIST step is many small kernels, and two threads
+    on a shared two-core machine run them several times slower (see benchmarks/mnist.py); run
+    jobs side by side with ``$SANDBOX_WORKERS`` instead."""
+    from sandbox.runtime.loop import train
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return train(RunConfig.from_dict(params))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def job(config: RunConfig) -> Job:
+    params = config.to_dict()
+    params.pop("label")
+    return Job("simulations.mnist:train_run", params, config.label or config.estimator)
+
+
+def task_kwargs(fidelity: str, **overrides) -> dict:
+    f = FIDELITY[fidelity]
+    return {"population": f["seeds"], "batch_size": BATCH, "split": f["split"], "eval_size": f["eval_size"],
+            "probes": list(PROBES), **overrides}
+
+
+def config(fidelity: str, label: str, estimator: str, estimator_kwargs: dict | None = None,
+           controllers: tuple = (), staleness: int = 0, **task) -> RunConfig:
+    f = FIDELITY[fidelity]
+    delayed = {"staleness": {"kind": "fixed", "D": staleness}, "history": "rollouts"} if staleness else {}
+    return RunConfig(task="mnist", task_kwargs=task_kwargs(fidelity, **task), estimator=estimator,
+                     estimator_kwargs=estimator_kwargs or {}, advantage="confidence", controllers=controllers,
+                     optimizer="adam", lr=LR, steps=f["steps"], log_points=f["log_points"], seed=f["seed"], label=label,
+                     **delayed)
+
+
+def learning_runs(fidelity: str) -> list[RunConfig]:
+    return [config(fidelity, label, name, kw) for label, name, kw in LEARNING]
+
+
+def samples_runs(fidelity: str) -> list[RunConfig]:
+    f = FIDELITY[fidelity]
+    runs = []
+    for m in f["samples"]:
+        for label, name, kw in LEARNING[:2]:
+            if m == 1:  # the learning figure's run, under its label
+                runs.append(config(fidelity, label, name, kw))
+            else:
+                runs.append(config(fidelity, f"{label} m={m}", name, kw, samples_per_context=m))
+    runs.append(config(fidelity, "PG exact", "reinforce", mode="exact"))
+    if f["exact_dg"]:
+        runs.append(config(fidelity, "DG exact", "dg", {"eta": 1.0}, mode="exact"))
+    return runs
+
+
+def staleness_runs(fidelity: str) -> list[RunConfig]:
+    f = FIDELITY[fidelity]
+    runs = []
+    for D in f["delays"]:
+        for label, (name, kw, controllers, task) in STALENESS.items():
+            if D == 0 and f["sync_shortcut"] and label in SYNC_IDENTICAL:
+                continue
+            if D == 0 and label in SHARED:  # the learning figure's run, under its label
+                runs.append(config(fidelity, SHARED[label], name, kw))
+            else:
+                runs.append(config(fidelity, f"{label} D={D}", name, kw, controllers, D, **task))
+    return runs
+
+
+def label_parts(label: str) -> tuple[str, int]:
+    """Staleness labels: 'IS-PG (exact μ) D=300' → ('IS-PG (exact μ)', 300); 'PG' → ('REINFORCE', 0)."""
+    shared = {v: k for k, v in SHARED.items()}
+    if label in shared:
+        return shared[label], 0
+    method, _, d = label.rpartition(" D=")
+    return method, int(d)
+
+
+def samples_parts(label: str) -> tuple[str, float]:
+    """Samples-per-image labels: 'PG m=10' → ('PG', 10); 'DG' → ('DG', 1); 'PG exact' → ('PG', inf)."""
+    if label.endswith(" exact"):
+        return label.removesuffix(" exact"), float("inf")
+    method, _, m = label.partition(" m=")
+    return method, float(m or 1)
+
+
+#: the colour key (sandbox.analysis.plotting.METHOD_COLORS) of each method label
+COLOR_KEYS = {"PG": "pg", "REINFORCE": "reinforce", "IS-PG (exact μ)": "is_pg", "TIS": "tis", "PPO": "ppo",
+              "VCPO": "vcpo", "GAC": "gac", "DG": "dg", "CE": "ce"}
+
+
+def method_color(label: str) -> str:
+    from sandbox.analysis.plotting import color
+
+    return color(COLOR_KEYS.get(label, label))
+
+
+def save(fig, name: str, note: str):
+    """``save_figure`` with a strip kept free under the axes for the note."""
+    from sandbox.analysis.plotting import save_figure
+
+    fig.get_layout_engine().set(rect=(0, 0.045, 1, 0.955))
+    return save_figure(fig, name, note=note)
+
+
+def data_note(frame: pd.DataFrame, fidelity: str) -> str:
+    """The figure's note: fidelity, seeds, steps and which data the runs trained on."""
+    n_train = int(frame["train_images"].dropna().max())
+    data = "10k split only (8k train / 2k eval)" if n_train < 60000 else "60k train / 10k test"
+    steps = int(frame["step"].max())
+    return f"fidelity={fidelity}, {frame['member'].nunique()} seeds, {steps} steps, MNIST {data}"
+
+
+register_figure(Figure("mnist-learning", "mnist", "MNIST: test error vs step for PG, DG and CE",
+                       lambda fid: [job(c) for c in learning_runs(fid)], "notebooks/mnist_learning.py"))
+register_figure(Figure("mnist-alignment", "mnist", "MNIST: misalignment to the PG and CE oracles",
+                       lambda fid: [job(c) for c in learning_runs(fid)], "notebooks/mnist_alignment.py"))
+register_figure(Figure("mnist-samples-per-image", "mnist", "MNIST: final error vs samples per image",
+                       lambda fid: [job(c) for c in samples_runs(fid)], "notebooks/mnist_samples_per_image.py"))
+register_figure(Figure("mnist-staleness", "mnist", "MNIST: error under a stale actor (delay D)",
+                       lambda fid: [job(c) for c in staleness_runs(fid)], "notebooks/mnist_staleness.py"))
+
+
+__all__ = ["FIDELITY", "LEARNING", "STALENESS", "data_note", "method_color", "save", "label_parts", "samples_parts", "learning_runs", "samples_runs",
+           "staleness_runs", "train_run"]
