@@ -230,7 +230,7 @@ class Bandit(CategoricalTask):
             generator=generator,
         )
 
-    def objective(self, estimator, terms, rollout: Rollout):
+    def objective(self, estimator, terms, rollout: Rollout, params=None):
         if self.mode == "exact":
             return expected_objective(estimator, terms, rollout.extras["weights"])
         return estimator(terms)

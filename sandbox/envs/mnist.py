@@ -396,7 +396,7 @@ class MNIST(CategoricalTask):
             rollout = rollout.replace(behavior_logp=rollout.true_behavior_logp)
         return super().learner_terms(params, rollout, advantage, generator, recompute_proximal)
 
-    def objective(self, estimator, terms, rollout):
+    def objective(self, estimator, terms, rollout, params=None):
         if self.mode == "exact":
             return expected_objective(estimator, terms, rollout.extras["weights"])
         return estimator(terms)

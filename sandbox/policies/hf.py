@@ -573,7 +573,7 @@ class HFTextTask(Task):
             generator=generator,
         )
 
-    def objective(self, estimator: Estimator, terms: PGTerms, rollout: Rollout):
+    def objective(self, estimator: Estimator, terms: PGTerms, rollout: Rollout, params=None):
         if estimator.name == "xent":  # −log π(answer): aggregated over the answer's tokens
             return estimator(dataclasses.replace(terms, mask=rollout.extras["target_mask"]))
         return estimator(terms)

@@ -109,7 +109,7 @@ class ActorLearner:
             self.params, rollout, self.advantage, derived_generator(self.config.seed, "estimator", step),
             self.recompute_proximal,
         )
-        out = self.task.objective(self.estimator, terms, rollout)
+        out = self.task.objective(self.estimator, terms, rollout, self.params)
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
         flat = flatten_grads(grads, (S,))

@@ -75,8 +75,10 @@ class Task(ABC):
         ``advantage.needs``), and the estimator's other inputs. ``recompute_proximal`` sets
         π_prox to the learner's own (detached) log-probs instead of μ."""
 
-    def objective(self, estimator: Estimator, terms: PGTerms, rollout: Rollout) -> EstimatorOutput:
-        """The loss to differentiate; exact-gradient tasks override this to weight enumerated actions."""
+    def objective(self, estimator: Estimator, terms: PGTerms, rollout: Rollout,
+                  params: Sequence[Tensor] | None = None) -> EstimatorOutput:
+        """The loss to differentiate (default ``estimator(terms)``); exact-gradient tasks weight
+        enumerated actions, screened Kondo recomputes only the kept rows from ``params``."""
         return estimator(terms)
 
     @abstractmethod
