@@ -113,11 +113,14 @@ class ActorLearner:
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
         flat = flatten_grads(grads, (S,))
-        finite = torch.isfinite(flat).all(-1)
-        self._mark_diverged(~finite)
-        flat = torch.where(finite.unsqueeze(-1), flat, torch.zeros_like(flat))
+        grad_norm = flat.norm(dim=-1)
+        finite = torch.isfinite(grad_norm)  # a NaN or inf anywhere in a member's gradient shows in its norm
+        if not bool(finite.all()):
+            self._mark_diverged(~finite)
+            flat = torch.where(finite.unsqueeze(-1), flat, torch.zeros_like(flat))
+            grad_norm = torch.where(finite, grad_norm, torch.zeros_like(grad_norm))
         metrics: dict[str, Tensor] = {k: v.detach().reshape(-1).expand(S) for k, v in out.metrics.items()}
-        metrics["grad_norm"] = flat.norm(dim=-1)
+        metrics["grad_norm"] = grad_norm
         metrics["cos_consecutive"] = (
             cosine(flat, self._previous_grad) if self._previous_grad is not None else torch.full((S,), math.nan)
         )
@@ -145,8 +148,8 @@ class ActorLearner:
 
         before = [p.detach().clone() for p in self.params]
         self.optimizer.step(self.params, grads, (S,), lr_scale, self.active & ~skip)
-        bad = ~flatten_grads([p.detach() for p in self.params], (S,)).isfinite().all(-1)
-        if bool(bad.any()):
+        bad = ~torch.isfinite(sum(p.detach().reshape(S, -1).sum(-1) for p in self.params))
+        if bool(bad.any()):  # a member's parameter sum is non-finite iff an entry is (or it overflowed)
             with torch.no_grad():
                 for p, b in zip(self.params, before):
                     p.copy_(torch.where(bad.reshape(S, *([1] * (p.ndim - 1))), b, p))

@@ -73,18 +73,27 @@ class PopulationOptimizer:
         if self._state is None:
             self._state = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
             self._t = torch.zeros(population_shape, dtype=torch.long, device=params[0].device)
+        everyone = bool(active.all())
+        frozen = None if everyone else [(m.clone(), v.clone(), p.detach().clone())
+                                        for (m, v), p in zip(self._state, params)]
         self._t = self._t + active.long()
-        t = self._t.to(torch.float64)
+        t = self._t.to(torch.float64).clamp(min=1)
         bc1 = 1 - torch.pow(b1, t)
-        bc2 = 1 - torch.pow(b2, t)
+        bc2_sqrt = torch.sqrt(1 - torch.pow(b2, t))
+        step = torch.where(active, self.lr * lr_scale / bc1, 0.0)
         for p, g, (m, v) in zip(params, grads, self._state):
-            act = _expand(active, p)
-            m.copy_(torch.where(act, b1 * m + (1 - b1) * g, m))
-            v.copy_(torch.where(act, b2 * v + (1 - b2) * g * g, v))
-            # torch.optim.Adam: p −= lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps)
-            step_size = _expand(torch.where(active, self.lr * lr_scale / bc1.clamp(min=1e-300), 0.0).to(p.dtype), p)
-            denom = v.sqrt() / _expand(torch.sqrt(bc2).clamp(min=1e-300).to(p.dtype), p) + self.eps
-            p.sub_(step_size * m / denom)
+            # torch.optim.Adam: m ← β1 m + (1 − β1) g; v ← β2 v + (1 − β2) g²;
+            # p ← p − lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps), in place, bias corrections per member
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = v.sqrt().div_(_expand(bc2_sqrt.to(p.dtype), p)).add_(self.eps)
+            p.sub_(m.div(denom).mul_(_expand(step.to(p.dtype), p)))
+        if frozen is not None:  # inactive members keep their parameters and moments
+            for (p, (m, v)), (m0, v0, p0) in zip(zip(params, self._state), frozen):
+                keep = _expand(~active, p)
+                m.copy_(torch.where(keep, m0, m))
+                v.copy_(torch.where(keep, v0, v))
+                p.copy_(torch.where(keep, p0, p))
 
     def state_dict(self) -> dict:
         return {"state": self._state, "t": self._t}

@@ -204,14 +204,17 @@ class AsyncRunner:
             slot.busy = slot.actor.sample.remote(step, version, self._published[version])
             self._next_step += 1
 
-    def _collect_ready(self, timeout: float | None) -> None:
+    def _collect_ready(self, block: bool) -> None:
+        """Harvest every finished request (waiting for at least one when ``block``), so that no
+        worker sits idle behind a result nobody has picked up."""
         busy = {slot.busy: slot for slot in self._slots if slot.busy is not None}
         if not busy:
             return
-        ready, _ = self.ray.wait(list(busy), num_returns=1, timeout=timeout)
+        ready, _ = self.ray.wait(list(busy), num_returns=1, timeout=None if block else 0)
+        if ready:
+            ready, _ = self.ray.wait(list(busy), num_returns=len(busy), timeout=0)
         for ref in ready:
             slot = busy[ref]
-            step, version = slot.request
             try:
                 got_step, got_version, rollout, seconds = self.ray.get(ref)
             except self.ray.exceptions.RayActorError:
@@ -225,6 +228,11 @@ class AsyncRunner:
                 continue
             self._done[got_step] = rollout
             self.stats.versions[got_step] = got_version
+
+    def _pump(self, block: bool) -> None:
+        """Pick up finished rollouts and keep every idle worker busy."""
+        self._collect_ready(block)
+        self._assign()
 
     def _restart(self, slot: _Slot) -> None:
         """A worker died: replace it and re-sample its step with the same version (same numbers)."""
@@ -240,9 +248,10 @@ class AsyncRunner:
     # ------------------------------------------------------------------ learner hooks
     def rollout(self, step: int) -> Rollout:
         start = time.perf_counter()
+        self._pump(block=False)
         while step not in self._done:
-            self._assign()
-            self._collect_ready(timeout=None)
+            self._pump(block=True)
+        self._pump(block=False)  # the worker that delivered ``step`` gets its next batch now
         self.stats.wait_seconds += time.perf_counter() - start
         return self._done.pop(step)
 
@@ -259,7 +268,7 @@ class AsyncRunner:
             floor = self._newest_published()
         for v in [v for v in self._published if v < floor and v not in in_flight]:
             del self._published[v]
-        self._assign()
+        self._pump(block=False)
 
     # ------------------------------------------------------------------ run
     def run(self, progress: bool = False) -> pd.DataFrame:
