@@ -33,15 +33,27 @@ def _print_table(title: str, rows: list[tuple[str, str, str]], width: int = 100)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print every estimator, advantage and controller with a one-line description and defaults."""
+    """Print every estimator, advantage, controller, friction and task with a one-line description
+    and its defaults, and every figure ``sandbox reproduce`` can draw."""
+    from sandbox.frictions import FRICTIONS
+    from sandbox.runtime.task import TASKS, load_tasks
+    from simulations import select
+
+    load_tasks()
+    figures = select()  # figure modules may register estimators of their own (e.g. prob_gate)
     tables = {
         "estimators": ("Estimators", ESTIMATORS),
         "advantages": ("Advantages", ADVANTAGES),
         "controllers": ("Controllers", CONTROLLERS),
+        "frictions": ("Frictions", FRICTIONS),
+        "tasks": ("Tasks", TASKS),
     }
     for key, (title, registry) in tables.items():
         if args.what in (None, key):
             _print_table(title, registry.describe())
+    if args.what in (None, "figures"):
+        _print_table("Figures (sandbox reproduce NAME or GROUP)",
+                     [(f.name, f"[{f.group}] {f.title}", "") for f in figures])
     return 0
 
 
@@ -180,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="import MODULE first (repeatable), so the estimators it registers are available",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="list estimators, advantages and controllers with their defaults")
-    p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers"])
+    p = sub.add_parser("list", help="list estimators, advantages, controllers, frictions, tasks and figures")
+    p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers", "frictions", "tasks", "figures"])
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="train one run (a RunConfig) and print its final metrics")

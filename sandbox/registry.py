@@ -77,17 +77,29 @@ class Registry(Generic[T]):
         rows = []
         for name in self.names():
             cls = self._entries[name]
-            paragraph = (cls.__doc__ or "").strip().split("\n\n")[0]
+            paragraph = _docstring(cls).split("\n\n")[0]
             summary = " ".join(line.strip() for line in paragraph.splitlines())
             defaults = []
             for f in dataclasses.fields(cls):
                 if not f.init:
                     continue
                 if f.default is not dataclasses.MISSING:
-                    defaults.append(f"{f.name}={f.default!r}")
+                    value = f.default
                 elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                    defaults.append(f"{f.name}={f.default_factory()!r}")  # type: ignore[misc]
+                    value = f.default_factory()  # type: ignore[misc]
                 else:
                     defaults.append(f"{f.name}=<required>")
+                    continue
+                if isinstance(value, (str, int, float, bool, tuple, list, dict, type(None))):
+                    defaults.append(f"{f.name}={value!r}")  # (runtime objects such as a task's frictions are not knobs)
             rows.append((name, summary, ", ".join(defaults)))
         return rows
+
+
+def _docstring(cls: type) -> str:
+    """The first docstring written by hand along the MRO (dataclasses generate a signature)."""
+    for klass in cls.__mro__:
+        doc = (klass.__dict__.get("__doc__") or "").strip()
+        if doc and not doc.startswith(f"{klass.__name__}("):
+            return doc
+    return ""

@@ -19,6 +19,14 @@ def test_list_prints_every_registered_entry_with_defaults(capsys):
     assert "c_proj=0.3, c_skip=0.9" in out  # GAC's thresholds
 
 
+def test_list_frictions_tasks_and_figures(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("landmine", "rare_discovery", "precision_mismatch", "bandit", "mnist", "hf_text", "reverse_copy",
+                 "prop1-single-context", "mnist-staleness", "kondo", "llm-staleness"):
+        assert f"  {name} " in out, name
+
+
 def test_list_one_table(capsys):
     assert main(["list", "controllers"]) == 0
     out = capsys.readouterr().out
