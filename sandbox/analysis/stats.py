@@ -80,10 +80,16 @@ def paired_difference_ci(a, b, statistic: str | Callable = "mean", confidence: f
 
 def mean_ci_over_seeds(values: np.ndarray, confidence: float = 0.95, n_resamples: int = 1000,
                        statistic: str = "mean", seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column (e.g. per step) of ``values [n_seeds, n_points]``: (estimate, low, high)."""
+    """Per column (e.g. per step) of ``values [n_seeds, n_points]``: (estimate, low, high); NaNs are
+    dropped, and an all-NaN column gives NaN."""
     values = np.asarray(values, dtype=float)
     est, lo, hi = [], [], []
     for column in values.T:
+        if np.isnan(column).all():  # nothing measured at this point (e.g. masked after convergence)
+            est.append(np.nan)
+            lo.append(np.nan)
+            hi.append(np.nan)
+            continue
         iv = bootstrap_ci(column, statistic, confidence, n_resamples, seed)
         est.append(iv.estimate)
         lo.append(iv.low)
