@@ -31,7 +31,8 @@ class FigureOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and bool(self.claims) and all(c.passed for c in self.claims)
+        asserted = [c for c in self.claims if c.passed is not None]
+        return self.error is None and bool(asserted) and all(c.passed for c in asserted)
 
 
 def execute_notebook(source: Path, output: Path | None, env: dict[str, str], timeout: int = 3600) -> None:
@@ -100,7 +101,9 @@ def summary(outcomes: list[FigureOutcome]) -> str:
         status = "ok" if o.ok else ("ERROR " + o.error if o.error else "claims failed")
         files = ", ".join(p.name for p in o.files) or "no figure written"
         lines.append(f"{o.name:<28} {o.seconds:7.1f}s  {status:<16} {files}")
-    n_claims = sum(len(o.claims) for o in outcomes)
-    n_pass = sum(c.passed for o in outcomes for c in o.claims)
-    lines.append(f"\n{n_pass}/{n_claims} claims passed; {sum(o.ok for o in outcomes)}/{len(outcomes)} figures ok")
+    asserted = [c for o in outcomes for c in o.claims if c.passed is not None]
+    reported = sum(c.passed is None for o in outcomes for c in o.claims)
+    lines.append(f"\n{sum(c.passed for c in asserted)}/{len(asserted)} claims passed"
+                 f"{f' ({reported} more reported, not asserted)' if reported else ''}; "
+                 f"{sum(o.ok for o in outcomes)}/{len(outcomes)} figures ok")
     return "\n".join(lines)

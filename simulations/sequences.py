@@ -60,7 +60,7 @@ FIDELITY = {
         "friction_methods": ("PG", "DG"), "friction_extra": {}, "friction_steps": 150,
         "strengths": {"staleness": (0, 16), "actor bug": (0, 0.3), "reward corruption": (0, 0.3),
                       "rare discovery": (0, 0.05)},
-        "all_H": (1, 2, 3), "all_methods": ("PG", "DG"), "all_steps": {1: 60, 2: 150, 3: 200},
+        "all_H": (1, 2, 3), "all_methods": ("PG", "DG"), "all_steps": {1: 60, 2: 150, 3: 200}, "all_seeds": 8,
         "all_strengths": {"staleness": 4, "actor bug": 0.1, "reward corruption": 0.1, "rare discovery": 0.02},
         "solved": 0.2,
         "kondo_pcts": (0.1, 0.3, 1.0), "kondo_controls": (0.3,), "kondo_dg": False, "timing_H": 10, "timing_reps": 5,
@@ -115,11 +115,12 @@ def combine(settings: list[dict]) -> dict:
 
 
 def run_jobs(fidelity: str, method: str, *, H: int, steps: int, V: int = 2, settings: dict | None = None,
-             task: dict | None = None, spec: dict | None = None, **meta) -> list[Job]:
+             task: dict | None = None, spec: dict | None = None, seeds: int | None = None, **meta) -> list[Job]:
     """The jobs of one configuration: one population job (quick) or one job per seed (full).
-    ``spec`` (RunConfig fields of the method) defaults to ``METHODS[method]``."""
+    ``spec`` (RunConfig fields of the method) defaults to ``METHODS[method]``; ``seeds`` to the
+    fidelity's."""
     f = FIDELITY[fidelity]
-    seeds = f["seeds"]
+    seeds = seeds or f["seeds"]
     task_kwargs = {"H": H, "V": V, **f["eval"], **(task or {})}
     if f["eval"].get("eval_mode") == "exact" and V ** (2 * H) > 1 << 14:
         task_kwargs.update({"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10})
@@ -193,7 +194,7 @@ def all_friction_jobs(fidelity: str) -> list[Job]:
     f = FIDELITY[fidelity]
     settings = combine([friction_settings(p, s) for p, s in f["all_strengths"].items()])
     return [j for m in f["all_methods"] for H in f["all_H"]
-            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings)]
+            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings, seeds=f.get("all_seeds"))]
 
 
 def kondo_jobs(fidelity: str) -> list[Job]:

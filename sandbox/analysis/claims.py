@@ -27,7 +27,7 @@ class Claim:
     estimate: float
     low: float
     high: float
-    passed: bool
+    passed: bool | None  # None: reported with its interval, not asserted
     detail: str = ""
 
     @property
@@ -58,6 +58,13 @@ class ClaimBook:
     def holds(self, name: str, statement: str, interval: Interval, passed: bool, detail: str = "") -> Claim:
         return self.record(Claim(self.figure, name, statement, interval.estimate, interval.low, interval.high,
                                  bool(passed), detail))
+
+    def report(self, claim: Claim) -> Claim:
+        """Keep a measured comparison in the table without asserting it (shown as INFO): for a
+        spec claim that the current fidelity cannot settle. Pass the Claim a test method returned."""
+        self.claims.remove(claim)
+        return self.record(Claim(claim.figure, claim.name, claim.statement, claim.estimate, claim.low, claim.high,
+                                 None, f"reported, not asserted: {claim.detail}"))
 
     def less(self, name: str, statement: str, a, b, paired: bool = True, statistic: str = "mean",
              margin: float = 0.0) -> Claim:
@@ -104,15 +111,15 @@ class ClaimBook:
     # ------------------------------------------------------------------ verdict
     @property
     def failed(self) -> list[Claim]:
-        return [c for c in self.claims if not c.passed]
+        return [c for c in self.claims if c.passed is False]
 
     def table(self) -> str:
         return format_claims(self.claims)
 
     def check(self) -> None:
         """Raise AssertionError naming every failed claim (call at the end of a notebook)."""
-        if not self.claims:
-            raise AssertionError(f"{self.figure}: no claims were recorded")
+        if not any(c.passed is not None for c in self.claims):
+            raise AssertionError(f"{self.figure}: no claims were asserted")
         if self.failed:
             lines = "\n".join(f"  {c.name}: {c.statement} — {c.interval} ({c.detail})" for c in self.failed)
             raise AssertionError(f"{self.figure}: {len(self.failed)} claim(s) failed:\n{lines}")
@@ -129,7 +136,8 @@ def format_claims(claims: list[Claim]) -> str:
     """A plain-text table: figure, claim, PASS/FAIL, estimate [CI]."""
     if not claims:
         return "(no claims)"
-    rows = [(c.figure, c.name, "PASS" if c.passed else "FAIL", c.interval, c.statement) for c in claims]
+    verdict = {True: "PASS", False: "FAIL", None: "INFO"}
+    rows = [(c.figure, c.name, verdict[c.passed], c.interval, c.statement) for c in claims]
     widths = [max(len(r[i]) for r in rows + [("figure", "claim", "result", "estimate [95% CI]", "statement")])
               for i in range(4)]
     header = ("figure", "claim", "result", "estimate [95% CI]", "statement")

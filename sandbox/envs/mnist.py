@@ -94,19 +94,29 @@ def cache_dir() -> Path:
 
 def search_dirs(data_dir: str | os.PathLike | Sequence[str | os.PathLike] | None = None) -> list[Path]:
     """Folders searched in order: ``data_dir`` (one or several), ``$SANDBOX_MNIST_DIR``
-    (``os.pathsep``-separated), ``<repo>/../shared/data/mnist``, the cache."""
+    (``os.pathsep``-separated), ``shared/data/mnist`` beside the repository or beside any folder
+    above it (``<repo>/../shared/data/mnist`` first), the cache."""
     dirs: list[Path] = []
     if data_dir is not None:
         dirs += [Path(data_dir)] if isinstance(data_dir, (str, os.PathLike)) else [Path(d) for d in data_dir]
     env = os.environ.get("SANDBOX_MNIST_DIR")
     if env:
         dirs += [Path(d) for d in env.split(os.pathsep) if d]
-    dirs += [REPO.parent / "shared" / "data" / "mnist", cache_dir()]
+    dirs += [ancestor / "shared" / "data" / "mnist" for ancestor in Path(REPO).resolve().parents]
+    dirs.append(cache_dir())
     unique: list[Path] = []
     for d in dirs:
         if d not in unique:
             unique.append(d)
     return unique
+
+
+def find_test_split() -> Path | None:
+    """The first searched folder that holds the official test split (t10k), or None."""
+    for folder in search_dirs():
+        if all((folder / FILES[("test", kind)][0]).is_file() for kind in ("images", "labels")):
+            return folder
+    return None
 
 
 def md5sum(path: str | os.PathLike) -> str:

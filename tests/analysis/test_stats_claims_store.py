@@ -67,8 +67,21 @@ def test_claims_pass_and_fail(tmp_path):
     assert "FAIL" in table and "PASS" in table
     with pytest.raises(AssertionError, match="3 claim\\(s\\) failed"):
         book.check()
-    with pytest.raises(AssertionError, match="no claims"):
+    with pytest.raises(AssertionError, match="no claims were asserted"):
         ClaimBook("empty").check()
+
+
+def test_reported_claims_are_shown_but_not_asserted():
+    book = ClaimBook("fig")
+    rng = np.random.default_rng(1)
+    weak = book.less("weak", "a < b (noisy)", rng.normal(0, 1, 6), rng.normal(0.1, 1, 6))
+    info = book.report(weak)
+    assert info.passed is None and book.claims == [info] and "reported, not asserted" in info.detail
+    assert "INFO" in book.table()
+    with pytest.raises(AssertionError, match="no claims were asserted"):
+        book.check()  # a figure must assert something
+    book.exact("real", "holds", 1.0, True)
+    book.check()
 
 
 def test_store_roundtrip_and_atomicity(tmp_path):

@@ -22,9 +22,9 @@ from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner, train
 from sandbox.runtime.seeding import derived_generator
 
-SHARED = Path(mn.REPO).parent / "shared" / "data" / "mnist"
-needs_data = pytest.mark.skipif(not (SHARED / "t10k-images-idx3-ubyte.gz").is_file(),
-                                reason="the MNIST test split is not at ../shared/data/mnist")
+SHARED = mn.find_test_split() or Path(mn.REPO).parent / "shared" / "data" / "mnist"
+needs_data = pytest.mark.skipif(mn.find_test_split() is None,
+                                reason="the MNIST test split was not found (../shared/data/mnist or $SANDBOX_MNIST_DIR)")
 SMALL = {"batch_size": 8, "population": 2, "hidden": 16, "eval_size": 200}
 
 
