@@ -15,10 +15,9 @@ Quick fidelity uses the 10k test split only (8k images train, 2k evaluate); full
 from __future__ import annotations
 
 import pandas as pd
-import torch
 
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job
+from sandbox.runtime.sweep import Job, intra_op_threads
 from simulations import Figure, register_figure
 
 FIDELITY = {
@@ -57,12 +56,8 @@ def train_run(**params) -> pd.DataFrame:
     jobs side by side with ``$SANDBOX_WORKERS`` instead."""
     from sandbox.runtime.loop import train
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with intra_op_threads(1):
         return train(RunConfig.from_dict(params))
-    finally:
-        torch.set_num_threads(previous)
 
 
 def job(config: RunConfig) -> Job:

@@ -27,7 +27,7 @@ from sandbox.advantages import make_advantage
 from sandbox.estimators import make_estimator
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.sweep import Job
+from sandbox.runtime.sweep import Job, intra_op_threads
 from sandbox.runtime.task import make_task
 from simulations import Figure, register_figure
 
@@ -145,12 +145,8 @@ def train_run(config: dict, meta: dict) -> pd.DataFrame:
     from sandbox.runtime.loop import train
 
     cfg = RunConfig.from_dict(config)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with intra_op_threads(1):
         frame = train(cfg)
-    finally:
-        torch.set_num_threads(threads)
     population = int(cfg.task_kwargs.get("population", 1))
     frame["replicate"] = frame["seed"] * population + frame["member"]
     for key, value in meta.items():
@@ -221,9 +217,7 @@ def kondo_compute(H: int = 10, pcts: tuple = (0.03, 0.1, 0.3, 1.0), reps: int = 
     median wall time over ``reps`` repetitions (single thread)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with intra_op_threads(1):
         tasks = {mode: make_task("reverse_copy", H=H, backward=mode) for mode in ("full", "screened")}
         params = [p.requires_grad_(True) for p in tasks["full"].init_params(derived_generator(seed, "init"))]
         # a partly trained policy would do; a fresh one has the same row structure
@@ -252,8 +246,6 @@ def kondo_compute(H: int = 10, pcts: tuple = (0.03, 0.1, 0.3, 1.0), reps: int = 
                              "kept_rows": float(out.metrics["kept_rows_frac"].mean()),
                              "backward_rows": float(out.metrics["backward_rows_frac"].mean())
                              if "backward_rows_frac" in out.metrics else 1.0})
-    finally:
-        torch.set_num_threads(threads)
     return pd.DataFrame(rows)
 
 

@@ -18,6 +18,7 @@ import os
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +153,20 @@ def torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
+
+
+@contextmanager
+def intra_op_threads(n: int):
+    """Run a block with ``n`` torch intra-op threads, then restore the previous count. Jobs of
+    many small kernels run best on one thread, side by side in separate worker processes."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _run_ray(todo: Sequence[Job], store: ResultsStore, workers: int, address: str | None, done) -> None:

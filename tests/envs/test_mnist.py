@@ -28,13 +28,7 @@ needs_data = pytest.mark.skipif(mn.find_test_split() is None,
 SMALL = {"batch_size": 8, "population": 2, "hidden": 16, "eval_size": 200}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small batched kernels: one intra-op thread (two are much slower on a shared 2-core machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _idx(array: np.ndarray, code: int) -> bytes:

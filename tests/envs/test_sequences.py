@@ -30,13 +30,7 @@ from sandbox.runtime.task import make_task
 TINY = {"width": 16, "heads": 2, "layers": 1, "mlp": 32}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one intra-op thread (faster, and immune to OpenMP spin-waits on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gen(seed=0):

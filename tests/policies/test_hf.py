@@ -29,14 +29,7 @@ from sandbox.runtime.loop import train
 from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one thread is as fast, and far faster when other processes share the CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 TOK = CharTokenizer("abcd=")

@@ -13,14 +13,7 @@ from torch import nn
 
 from sandbox.policies.transformer import SMALL_ATTENTION, Transformer, attention
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one intra-op thread (faster, and immune to OpenMP spin-waits on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gen(seed=0):
