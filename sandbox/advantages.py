@@ -170,8 +170,11 @@ class MinVariance(Advantage):
     """VCPO's minimum-variance baseline: per group b* = Σ W_i R_i / Σ W_i with
     W_i = ρ_i²·‖∇log π(τ_i)‖² (``weights='grad_norm'``) or W_i = ρ_i² (``weights='rho2'``)."""
 
-    needs = ("rho", "grad_sq_norms")
     weights: str = "grad_norm"  # 'grad_norm' | 'rho2'
+
+    @property
+    def needs(self) -> tuple[str, ...]:  # the cheap ρ² form needs no gradient norms
+        return ("rho", "grad_sq_norms") if self.weights == "grad_norm" else ("rho",)
 
     def __post_init__(self):
         check_choice("weights", self.weights, ("grad_norm", "rho2"))
@@ -194,6 +197,21 @@ class MinVariance(Advantage):
         _, counts = group_stats(rewards, group)
         baseline = sums / totals.clamp(min=torch.finfo(rewards.dtype).tiny)
         return torch.where(counts > 1, rewards - baseline, torch.zeros_like(rewards))
+
+
+def compute_advantages(advantage: Advantage, rewards: Tensor, group: Tensor | None, task: str,
+                       **providers: Callable[[], Tensor]) -> Tensor:
+    """A = advantage(rewards, group, **inputs), each input the advantage ``needs`` produced by the
+    task's provider of that name (called only when needed). A need the task has no provider for
+    raises a ``ValueError`` naming the task and the baselines that need no extras."""
+    inputs = {}
+    for need in advantage.needs:
+        if need not in providers:
+            raise ValueError(f"advantage {advantage.name!r} needs {need!r}, which task {task!r} cannot provide "
+                             f"(it provides {sorted(providers) or 'nothing'}); use group_mean, grpo, rloo, "
+                             "dr_grpo or constant" + (", or min_variance(weights='rho2')" if "rho" in providers else ""))
+        inputs[need] = providers[need]()
+    return advantage(rewards, group, **inputs)
 
 
 def per_sample_grad_sq_norms(

@@ -121,3 +121,32 @@ def test_bad_input(call, match):
 
 def test_registry_lists_spec_entries():
     assert {"group_mean", "grpo", "rloo", "dr_grpo", "confidence", "constant", "min_variance"} <= set(ADVANTAGES.names())
+
+
+def test_min_variance_needs_follow_its_weights():
+    assert make_advantage("min_variance").needs == ("rho", "grad_sq_norms")
+    assert make_advantage("min_variance", weights="rho2").needs == ("rho",)
+
+
+def test_compute_advantages_calls_only_the_providers_needed():
+    from sandbox.advantages import compute_advantages
+
+    called = []
+
+    def provider(name, value):
+        def make():
+            called.append(name)
+            return value
+        return make
+
+    rho = torch.tensor([1.0, 2.0])
+    got = compute_advantages(make_advantage("min_variance", weights="rho2"), torch.tensor([1.0, 0.0]), None, "toy",
+                             rho=provider("rho", rho), probs=provider("probs", torch.ones(2, 3)))
+    assert called == ["rho"]  # probs was not needed, so never computed
+    assert torch.allclose(got, torch.tensor([1.0, 0.0]) - 1 / 5)  # W = ρ² = (1, 4): b* = 1/5
+    plain = compute_advantages(make_advantage("group_mean"), R, G, "toy")
+    assert torch.equal(plain, make_advantage("group_mean")(R, G))
+    with pytest.raises(ValueError, match=r"needs 'grad_sq_norms', which task 'toy' cannot provide .*weights='rho2'"):
+        compute_advantages(make_advantage("min_variance"), R, G, "toy", rho=lambda: torch.ones(5))
+    with pytest.raises(ValueError, match=r"needs 'probs', which task 'toy' cannot provide \(it provides nothing\)"):
+        compute_advantages(make_advantage("confidence"), R, G, "toy")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from sandbox.advantages import Advantage
+from sandbox.advantages import Advantage, compute_advantages
 from sandbox.envs.categorical import CategoricalTask
 from sandbox.estimators.base import Estimator, EstimatorOutput, PGTerms
 from sandbox.frictions.base import FrictionStack
@@ -215,10 +215,8 @@ class Bandit(CategoricalTask):
         log_probs = log_softmax(params[0])  # [S, N, K]
         S, N, K = log_probs.shape
         logp = log_probs.reshape(S, N * K, 1)
-        inputs = {}
-        if "probs" in advantage.needs:
-            inputs["probs"] = log_probs.detach().exp().repeat_interleave(K, dim=1)
-        adv = advantage(rollout.rewards, rollout.group, **inputs)
+        adv = compute_advantages(advantage, rollout.rewards, rollout.group, "bandit (exact)",
+                                 probs=lambda: log_probs.detach().exp().repeat_interleave(K, dim=1))
         target = log_probs.gather(-1, self.label_table.unsqueeze(-1)).repeat_interleave(K, dim=1)
         return PGTerms(
             logp=logp,

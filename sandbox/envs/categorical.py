@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from sandbox.advantages import Advantage
+from sandbox.advantages import Advantage, compute_advantages
 from sandbox.diagnostics import cosine
 from sandbox.estimators.base import Estimator, PGTerms
 from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
@@ -130,14 +130,12 @@ class CategoricalTask(Task):
         contexts = rollout.obs
         log_probs = torch.log_softmax(self.logits(params, contexts), -1)  # [S, R, K]
         logp = log_probs.gather(-1, rollout.actions)  # [S, R, 1]
-        inputs: dict[str, Tensor] = {}
-        if "probs" in advantage.needs:
-            inputs["probs"] = log_probs.detach().exp()
-        if "rho" in advantage.needs:
-            inputs["rho"] = torch.exp(logp.detach() - rollout.behavior_logp).squeeze(-1)
-        if "grad_sq_norms" in advantage.needs and getattr(advantage, "weights", "") == "grad_norm":
-            inputs["grad_sq_norms"] = self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0])
-        adv = advantage(rollout.rewards, rollout.group, **inputs)
+        adv = compute_advantages(
+            advantage, rollout.rewards, rollout.group, type(self).__name__,
+            probs=lambda: log_probs.detach().exp(),
+            rho=lambda: torch.exp(logp.detach() - rollout.behavior_logp).squeeze(-1),
+            grad_sq_norms=lambda: self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0]),
+        )
         labels = rollout.extras["labels"]
         return PGTerms(
             logp=logp,

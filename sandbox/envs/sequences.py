@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from sandbox.advantages import Advantage
+from sandbox.advantages import Advantage, compute_advantages
 from sandbox.estimators.base import EstimatorOutput, PGTerms, TokenLoss, aggregate, masked_mean
 from sandbox.estimators.delight import Kondo
 from sandbox.frictions.base import Friction, FrictionContext, FrictionStack, Sample
@@ -361,16 +361,8 @@ class SequenceTask(Task):
                 logp = self.answer_logp(params, prompts, rollout.actions)
         else:
             logp = self.answer_logp(params, prompts, rollout.actions)
-        inputs: dict[str, Tensor] = {}
-        if "probs" in advantage.needs:
-            raise ValueError(f"advantage {advantage.name!r} needs the action distribution of a single-step "
-                             "task; sequence tasks support group baselines and min_variance(weights='rho2')")
-        if "rho" in advantage.needs:
-            inputs["rho"] = torch.exp((logp.detach() - rollout.behavior_logp).sum(-1))
-        if "grad_sq_norms" in advantage.needs and getattr(advantage, "weights", "") == "grad_norm":
-            raise ValueError("sequence tasks do not provide per-sample gradient norms; use min_variance "
-                             "with weights='rho2'")
-        adv = advantage(rollout.rewards, rollout.group, **inputs)
+        adv = compute_advantages(advantage, rollout.rewards, rollout.group, self.problem,
+                                 rho=lambda: torch.exp((logp.detach() - rollout.behavior_logp).sum(-1)))
         target = None
         if self.with_target:
             target = self.answer_logp(params, prompts, rollout.extras["correct"])

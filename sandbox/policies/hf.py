@@ -35,7 +35,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
-from sandbox.advantages import Advantage
+from sandbox.advantages import Advantage, compute_advantages
 from sandbox.estimators.base import Estimator, PGTerms, sequence_log_ratio
 from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
 from sandbox.frictions.precision import k3_kl
@@ -547,17 +547,10 @@ class HFTextTask(Task):
         policy = self._require_policy()
         prompt_ids, prompt_mask = rollout.obs[0], rollout.extras["prompt_mask"][0]
         logp = policy.logp(params, prompt_ids, prompt_mask, rollout.actions[0], rollout.mask[0]).unsqueeze(0)
-        inputs: dict[str, Tensor] = {}
-        for need in advantage.needs:
-            if need == "grad_sq_norms" and getattr(advantage, "weights", "") == "rho2":
-                continue  # the cheap form of the min-variance baseline needs only the ratios
-            if need == "rho":
-                inputs["rho"] = torch.exp(sequence_log_ratio(logp.detach(), rollout.behavior_logp, rollout.mask))
-            else:
-                raise ValueError(f"advantage {advantage.name!r} needs {need!r}, which {type(self).__name__} "
-                                 "cannot provide (a sequence policy has no enumerable action distribution); "
-                                 "use group_mean, grpo, rloo or another baseline")
-        adv = advantage(rollout.rewards, rollout.group, **inputs)
+        adv = compute_advantages(
+            advantage, rollout.rewards, rollout.group, "hf_text",
+            rho=lambda: torch.exp(sequence_log_ratio(logp.detach(), rollout.behavior_logp, rollout.mask)),
+        )
         # the supervised target (xent): scored once per prompt, shared by its G samples
         G = self.samples_per_prompt
         target, target_mask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
