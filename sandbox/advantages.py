@@ -14,8 +14,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from sandbox.registry import Registry
-from sandbox.validation import check_choice, check_range, check_shape, check_tensor
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_choice, check_range, check_shape, check_tensor
 
 ADVANTAGES: Registry[Advantage] = Registry("advantage")
 

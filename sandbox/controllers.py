@@ -15,10 +15,10 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_range
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
-from sandbox.registry import Registry
-from sandbox.validation import check_range
 
 CONTROLLERS: Registry[Controller] = Registry("controller")
 

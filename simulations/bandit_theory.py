@@ -15,13 +15,13 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
 from sandbox.envs.bandits import Bandit, exact_pg, expected_update
 from sandbox.estimators import Estimator, PGTerms, make_estimator, register_estimator
 from sandbox.estimators.base import sg
 from sandbox.frictions import FrictionStack, make_friction
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.sweep import Job
 from simulations import Figure, register_figure
 

@@ -24,9 +24,9 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.estimators import make_estimator
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.sweep import Job, intra_op_threads
 from sandbox.runtime.task import make_task
 from simulations import Figure, register_figure

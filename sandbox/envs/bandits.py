@@ -17,13 +17,13 @@ import torch
 from torch import Tensor
 
 from sandbox.advantages import Advantage, compute_advantages
+from sandbox.core.rollout import Rollout
+from sandbox.core.validation import check_choice, check_range
 from sandbox.envs.categorical import CategoricalTask
 from sandbox.estimators.base import Estimator, EstimatorOutput, PGTerms
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.tabular import init_table, tabular_logits
-from sandbox.rollout import Rollout
 from sandbox.runtime.task import register_task
-from sandbox.validation import check_choice, check_range
 
 # ----------------------------------------------------------------------------- closed forms
 

@@ -14,10 +14,10 @@ import torch
 from torch import Tensor
 
 from sandbox.advantages import Advantage, compute_advantages
+from sandbox.core.rollout import Rollout, single_step_rollout
 from sandbox.diagnostics import cosine
 from sandbox.estimators.base import Estimator, PGTerms
 from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
-from sandbox.rollout import Rollout, single_step_rollout
 from sandbox.runtime.task import Task
 
 

@@ -37,14 +37,14 @@ from torch import Tensor
 
 from sandbox.advantages import make_advantage
 from sandbox.controllers import cosine
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_range
 from sandbox.envs.bandits import expected_objective
 from sandbox.envs.categorical import CategoricalTask, flat_grad
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.mlp import MLP
-from sandbox.rollout import Rollout
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import register_task
-from sandbox.validation import check_choice, check_range
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,13 @@ import torch
 from torch import Tensor
 
 from sandbox.advantages import Advantage, compute_advantages
+from sandbox.core.rollout import Rollout
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import EstimatorOutput, PGTerms, TokenLoss, aggregate, masked_mean
 from sandbox.estimators.delight import Kondo
 from sandbox.frictions.base import Friction, FrictionContext, FrictionStack, Sample
 from sandbox.policies.transformer import Transformer
-from sandbox.rollout import Rollout
 from sandbox.runtime.task import Task, register_task
-from sandbox.validation import check_choice, check_range
 
 TASK_NAMES = ("reverse_copy", "bit_parity", "key_value", "subsequence_match")
 DEFAULT_VOCAB = {"reverse_copy": 2, "bit_parity": 2, "key_value": 10, "subsequence_match": 5}

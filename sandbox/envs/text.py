@@ -28,10 +28,10 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_choice, check_range
 from sandbox.policies.hf import HFTextTask
-from sandbox.registry import Registry
 from sandbox.runtime.task import register_task
-from sandbox.validation import check_choice, check_range
 
 PAD, EOS = "<pad>", "<eos>"
 REPLACEMENT = "\ufffd"  # how an id outside the vocabulary decodes with errors='replace'

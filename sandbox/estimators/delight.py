@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -25,7 +26,6 @@ from sandbox.estimators.base import (
     register_estimator,
     sg,
 )
-from sandbox.validation import check_choice, check_range
 
 GATE_INPUTS = ("delight", "additive")
 PRIORITIES = ("delight", "advantage", "surprisal", "uniform")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -21,7 +22,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_choice, check_range
 
 LEVELS = ("token", "sequence")
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sandbox.core.validation import check_range
 from sandbox.estimators.base import Estimator, PGTerms, TokenLoss, masked_mean, register_estimator
-from sandbox.validation import check_range
 
 
 @register_estimator("reinforce")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_range
 from sandbox.estimators.base import (
     Estimator,
     EstimatorOutput,
@@ -22,7 +23,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_range
 
 
 def _fraction(flag: Tensor, mask: Tensor) -> Tensor:

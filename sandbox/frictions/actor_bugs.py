@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_range
 from sandbox.frictions.base import (
     Friction,
     Sample,
     register_friction,
     replace_rows,
 )
-from sandbox.runtime.seeding import derived_generator
-from sandbox.validation import check_range
 
 
 def mixture_true_logp(actions: Tensor, forced: Tensor, rate: float, policy_logp) -> Tensor | None:

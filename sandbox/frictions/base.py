@@ -19,7 +19,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from sandbox.registry import Registry
+from sandbox.core.registry import Registry
 
 FRICTIONS: Registry[Friction] = Registry("friction")
 

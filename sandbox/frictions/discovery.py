@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
+from sandbox.core.validation import check_range
 from sandbox.frictions.actor_bugs import mixture_true_logp
 from sandbox.frictions.base import Friction, Sample, register_friction, replace_rows
-from sandbox.validation import check_range
 
 
 @register_friction("rare_discovery")

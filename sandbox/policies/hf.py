@@ -36,13 +36,13 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from sandbox.advantages import Advantage, compute_advantages
+from sandbox.core.rollout import Rollout
+from sandbox.core.validation import check_choice, check_range, check_tensor
 from sandbox.estimators.base import Estimator, PGTerms, sequence_log_ratio
 from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
 from sandbox.frictions.precision import k3_kl
 from sandbox.kernels import BACKENDS, fused_logprob
-from sandbox.rollout import Rollout
 from sandbox.runtime.task import Task, register_task
-from sandbox.validation import check_choice, check_range, check_tensor
 
 log = logging.getLogger(__name__)
 

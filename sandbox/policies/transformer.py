@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from sandbox.validation import check_range, check_tensor
+from sandbox.core.validation import check_range, check_tensor
 
 Hook = Callable[[Tensor], Tensor]
 

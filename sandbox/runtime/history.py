@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from torch import Tensor
 
+from sandbox.core.validation import check_range
 from sandbox.frictions.staleness import DelaySchedule
-from sandbox.validation import check_range
 
 
 class ParameterHistory:

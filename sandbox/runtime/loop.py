@@ -30,14 +30,14 @@ from tqdm.auto import tqdm
 
 from sandbox.advantages import make_advantage
 from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine
 from sandbox.estimators import make_estimator
 from sandbox.frictions import DelaySchedule, FrictionStack
-from sandbox.rollout import Rollout
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
 from sandbox.runtime.optim import PopulationOptimizer
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
 
 log = logging.getLogger(__name__)

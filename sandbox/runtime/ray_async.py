@@ -31,14 +31,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
-from sandbox.rollout import Rollout
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
-from sandbox.validation import check_choice, check_range
 
 log = logging.getLogger(__name__)
 

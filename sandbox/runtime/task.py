@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from sandbox.advantages import Advantage
+from sandbox.core.registry import Registry
+from sandbox.core.rollout import Rollout
 from sandbox.estimators.base import Estimator, EstimatorOutput, PGTerms
 from sandbox.frictions.base import FrictionStack
-from sandbox.registry import Registry
-from sandbox.rollout import Rollout
 
 TASKS: Registry[Task] = Registry("task")
 

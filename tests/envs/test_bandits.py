@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.bandits import Bandit, ce_oracle, exact_pg, expected_return, expected_update
 from sandbox.estimators import make_estimator
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner
-from sandbox.runtime.seeding import derived_generator
 
 
 def _random(S=2, N=3, K=4, seed=0):

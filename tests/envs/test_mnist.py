@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs import mnist as mn
 from sandbox.envs.mnist import MNIST, ChecksumError, IDXFormatError, MNISTNotFoundError
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner, train
-from sandbox.runtime.seeding import derived_generator
 
 SHARED = mn.find_test_split() or Path(mn.REPO).parent / "shared" / "data" / "mnist"
 needs_data = pytest.mark.skipif(mn.find_test_split() is None,

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.sequences import (
     SequenceTask,
     all_sequences,
@@ -24,7 +25,6 @@ from sandbox.frictions import FrictionStack, make_friction
 from sandbox.frictions.actor_bugs import fake_quantize
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
 
 TINY = {"width": 16, "heads": 2, "layers": 1, "mlp": 32}

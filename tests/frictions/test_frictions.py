@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.bandits import Bandit
 from sandbox.frictions import FRICTIONS, FrictionContext, FrictionStack, Sample, make_friction
 from sandbox.frictions.actor_bugs import fake_quantize
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
-from sandbox.runtime.seeding import derived_generator
 
 BANDIT = {"N": 4, "K": 5, "batch_size": 4, "samples_per_context": 5, "population": 2, "init_std": 1.0}
 ZERO = {"landmine": {"p_bug": 0.0}, "logit_noise": {"sigma": 0.0}, "quantized": {"bits": 0},

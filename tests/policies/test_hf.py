@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.text import CharTokenizer, encode_batch
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack, make_friction
@@ -26,7 +27,6 @@ from sandbox.policies.hf import (
 )
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
-from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -10,7 +10,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from sandbox.validation import check_shape, check_tensor
+from sandbox.core.validation import check_shape, check_tensor
 
 
 @dataclass(frozen=True)
