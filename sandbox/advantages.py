@@ -68,6 +68,9 @@ class Advantage:
 
     name: ClassVar[str] = "advantage"
     needs: ClassVar[tuple[str, ...]] = ()
+    #: the baseline of a row depends only on its own context (not on the other samples drawn), so an
+    #: exact expected update can enumerate actions one by one
+    per_context: ClassVar[bool] = False
 
     def __call__(
         self,
@@ -139,6 +142,8 @@ class DrGRPO(Advantage):
 class Confidence(Advantage):
     """Label-free baseline b(x) = Σ_a π(a|x)², the probability that two draws agree (single-step envs)."""
 
+    per_context = True
+
     needs = ("probs",)
 
     def compute(self, rewards, group, probs=None, **extras):
@@ -154,6 +159,8 @@ class Confidence(Advantage):
 @dataclass(frozen=True)
 class Constant(Advantage):
     """A = R − b with a fixed baseline b."""
+
+    per_context = True
 
     b: float = 0.0  # the baseline
 

@@ -72,6 +72,14 @@ class Controller:
 
     name: ClassVar[str] = "controller"
 
+    def state_dict(self) -> dict:
+        """The controller's memory (e.g. GAC's previous gradient); hyperparameters are its config."""
+        return dict(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
     def step(
         self,
         grads: Sequence[Tensor],

@@ -127,12 +127,27 @@ def make_estimator(name: str, **kwargs) -> Estimator:
 @dataclass(frozen=True)
 class Estimator:
     """Base class. Subclasses implement ``token_loss`` (per-token losses) and, optionally,
-    ``check`` (hyperparameter validation). ``needs_behavior`` says whether μ is required."""
+    ``check`` (hyperparameter validation).
+
+    Capabilities (class attributes the runtime reads; never checks of names):
+    ``needs_behavior`` — μ is required; ``recomputes_proximal`` — π_prox is the learner's own
+    log-probs at the start of the update (decoupled PPO) under ``proximal='auto'``;
+    ``batch_dependent`` — the per-token loss depends on the whole batch, so no exact expected
+    update by enumeration; ``screens_rows`` — a ``keep_mask(terms)`` selects the tokens that
+    reach the backward pass (Kondo), so a screened trainer may skip the others;
+    ``fits_target`` — the loss is on the supervised target's tokens (cross-entropy)."""
 
     aggregation: str = field(default="token-mean", kw_only=True)
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
+    recomputes_proximal: ClassVar[bool] = False
+    screens_rows: ClassVar[bool] = False
+    fits_target: ClassVar[bool] = False
+
+    @property
+    def batch_dependent(self) -> bool:
+        return False
 
     def __post_init__(self) -> None:
         check_choice("aggregation", self.aggregation, AGGREGATIONS)

@@ -161,6 +161,10 @@ class M2PO(Estimator):
     the mean M2 of the kept tokens is ≤ τ, then plain token IS-PG −sg(w)·A·log π_θ averaged over
     the kept tokens."""
 
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # the mask is chosen from the batch's second moment
+
     needs_behavior = True
     tau: float = 0.04  # M2 budget τ > 0
 

@@ -48,6 +48,8 @@ class AdvantageWeightedRegression(Estimator):
 class CrossEntropy(Estimator):
     """Supervised oracle: loss −log π_θ(target); needs ``target_logp`` from the environment."""
 
+    fits_target = True
+
     def token_loss(self, terms: PGTerms) -> torch.Tensor:
         if terms.target_logp is None:
             raise ValueError("xent needs target_logp (learner log-probs of the env's target); got None")

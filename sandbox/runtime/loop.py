@@ -35,10 +35,12 @@ from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine
 from sandbox.estimators import make_estimator
 from sandbox.frictions import DelaySchedule, FrictionStack
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.optim import PopulationOptimizer
-from sandbox.runtime.task import make_task
+from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,8 @@ class ActorLearner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.task = make_task(config.task, **config.task_kwargs)
-        self.task.attach_frictions(FrictionStack.from_config(config.frictions))
+        self.frictions = FrictionStack.from_config(config.frictions)
+        self.task.attach_frictions(self.frictions)
         self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
         self.advantage = make_advantage(config.advantage, **config.advantage_kwargs)
         self.controllers = [make_controller(name, **kw) for name, kw in config.controllers]
@@ -65,7 +68,7 @@ class ActorLearner:
         self.schedule = DelaySchedule(**config.staleness)
         self.population = int(self.task.population)
         self.recompute_proximal = config.proximal == "recompute" or (
-            config.proximal == "auto" and config.estimator == "decoupled_ppo"
+            config.proximal == "auto" and self.estimator.recomputes_proximal
         )
         self.params: list[Tensor] = [
             p.requires_grad_(True) for p in self.task.init_params(derived_generator(config.seed, "init"))
@@ -89,7 +92,7 @@ class ActorLearner:
     # ------------------------------------------------------------------ actor
     def _sample(self, actor_params: Sequence[Tensor], step: int, version: int) -> Rollout:
         gen = derived_generator(self.config.seed, "rollout", step)
-        return self.task.collect(actor_params, step, version, gen, self.config.seed)
+        return collect(self.task, actor_params, version, gen, self.config.seed)
 
     def _sample_current(self, step: int) -> Rollout:
         return self._sample([p.detach() for p in self.params], step, step - self.schedule.delay(step, self.config.seed))
@@ -105,10 +108,8 @@ class ActorLearner:
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
         S = self.population
-        terms = self.task.learner_terms(
-            self.params, rollout, self.advantage, derived_generator(self.config.seed, "estimator", step),
-            self.recompute_proximal,
-        )
+        terms = learner_terms(self.task, self.params, rollout, self.advantage,
+                              derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         out = self.task.objective(self.estimator, terms, rollout, self.params)
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
@@ -129,7 +130,9 @@ class ActorLearner:
         metrics["staleness_mean"], metrics["staleness_max"] = staleness.mean(-1), staleness.amax(-1)
         if diagnostics:
             with torch.enable_grad():
-                metrics.update(self.task.update_diagnostics(self.params, rollout, flat, self.estimator))
+                metrics.update(self.task.update_diagnostics(
+                    self.params, rollout, flat, self.estimator,
+                    terms_of=lambda params, r, advantage: learner_terms(self.task, params, r, advantage, None, False)))
 
         grads = unflatten_grads(flat, grads)
         lr_scale = torch.ones(S, dtype=flat.dtype)
@@ -226,12 +229,12 @@ class ActorLearner:
             "config": self.config.to_dict(),
             "params": [p.detach().clone() for p in self.params],
             "optimizer": self.optimizer.state_dict(),
-            "controllers": [dict(vars(c)) for c in self.controllers],
+            "controllers": [c.state_dict() for c in self.controllers],
             "active": self.active.clone(), "diverged": self.diverged.clone(),
             "previous_grad": self._previous_grad, "previous_update": self._previous_update,
-            "history": None if self.history is None else dict(self.history._snapshots),
-            "queue": None if self.queue is None else vars(self.queue).copy(),
-            "task_state": self.task.state_dict() if hasattr(self.task, "state_dict") else None,
+            "history": None if self.history is None else self.history.state_dict(),
+            "queue": None if self.queue is None else self.queue.state_dict(),
+            "task_state": self.task.state_dict(),
             "rows": self.rows, "pending": self.pending, "next_step": self.next_step, "elapsed": self.elapsed,
         }
 
@@ -241,15 +244,14 @@ class ActorLearner:
                 p.copy_(saved)
         self.optimizer.load_state_dict(state["optimizer"])
         for controller, saved in zip(self.controllers, state["controllers"]):
-            vars(controller).update(saved)
+            controller.load_state_dict(saved)
         self.active, self.diverged = state["active"], state["diverged"]
         self._previous_grad, self._previous_update = state["previous_grad"], state["previous_update"]
         if state["history"] is not None:
-            self.history._snapshots = type(self.history._snapshots)(state["history"])
+            self.history.load_state_dict(state["history"])
         if state["queue"] is not None:
-            vars(self.queue).update(state["queue"])
-        if state["task_state"] is not None:
-            self.task.load_state_dict(state["task_state"])
+            self.queue.load_state_dict(state["queue"])
+        self.task.load_state_dict(state["task_state"] or {})
         self.rows, self.pending = state["rows"], state["pending"]
         self.next_step, self.elapsed = state["next_step"], state["elapsed"]
 
