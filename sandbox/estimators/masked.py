@@ -136,7 +136,7 @@ class SAT(Estimator):
         s = (sg(terms.logp) - terms.require_behavior(self.name)).abs()
         flat = torch.where(mask, s, s.new_full((), math.nan)).flatten(-2)
         tau = torch.nanquantile(flat, self.quantile, dim=-1)[..., None, None]
-        excess = torch.clamp(s - tau, min=0.0)
+        excess = torch.where(mask, torch.clamp(s - tau, min=0.0), 0.0)
         return torch.exp(-(excess / self.bandwidth).pow(2))
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
