@@ -73,7 +73,7 @@ class GMPO(Estimator):
 @register_estimator("gspo_token")
 @dataclass(frozen=True)
 class GSPOToken(GSPO):
-    """GSPO-token (Zheng et al. 2025, §4.3; TRL ``importance_sampling_level='sequence_token'``):
+    """GSPO-token (Zheng et al. 2025, §4.3; TRL experimental ``importance_sampling_level='sequence_token'``):
     s_{i,t} = sg(s_i)·π_θ(y_t)/sg(π_θ(y_t)) in the clipped surrogate with per-token advantages A_{i,t},
     gradient Σ_t A_{i,t}·s_i·∇log π_θ(y_t)/|y_i| on unclipped tokens. ``gspo`` already uses this
     per-token form, so the two agree (tested); this name is the documented entry for token advantages."""
