@@ -4,6 +4,7 @@
 """
 
 from sandbox.estimators import (  # noqa: F401  (registers)
+    covariance,
     delight,
     importance,
     masked,
@@ -23,6 +24,7 @@ from sandbox.estimators.base import (
     make_estimator,
     register_estimator,
 )
+from sandbox.estimators.covariance import ClipCov, KLCov
 from sandbox.estimators.delight import Delight, Kondo
 from sandbox.estimators.importance import M2PO, ImportanceSampledPG, MaskedIS, TruncatedIS, VTracePG
 from sandbox.estimators.masked import DPPO, SAT, RolloutRejection, TwoSidedPPO
@@ -50,12 +52,14 @@ __all__ = [
     "TPO",
     "VESPO",
     "AdvantageWeightedRegression",
+    "ClipCov",
     "CrossEntropy",
     "DecoupledPPO",
     "Delight",
     "Estimator",
     "EstimatorOutput",
     "ImportanceSampledPG",
+    "KLCov",
     "Kondo",
     "MaskedIS",
     "PGTerms",
