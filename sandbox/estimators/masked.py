@@ -21,16 +21,12 @@ from sandbox.estimators.base import (
     register_estimator,
     sg,
 )
-from sandbox.estimators.trust_region import _check_ppo_fields, clipped_surrogate
+from sandbox.estimators.trust_region import _check_ppo_fields, _fraction, clipped_surrogate
 from sandbox.validation import check_choice, check_range
 
 RS_STATISTICS = ("k1", "k2", "k3")
 RS_LEVELS = ("token", "seq_sum", "seq_mean", "seq_max")
 RS_LOSSES = ("ppo_clip", "reinforce")
-
-
-def _fraction(flag: Tensor, mask: Tensor) -> Tensor:
-    return masked_mean(flag.to(torch.get_default_dtype()), mask)
 
 
 def _ratio(terms: PGTerms, who: str) -> Tensor:

@@ -12,13 +12,10 @@ from hypothesis import strategies as st
 from sandbox import PGTerms, make_estimator
 from sandbox.estimators.covariance import token_covariance
 
-from .helpers import make_toy, n_valid
+from .helpers import grad_ok, make_toy, n_valid
 
 F64 = torch.float64
 
-
-def _grad_ok(toy, out, weight):
-    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=1e-12)
 
 
 def _terms(log_r=(0.1, 0.0, 0.0, -0.2)):
@@ -88,11 +85,11 @@ def test_covariance_gradients_are_analytic(seed, B, T):
     est = make_estimator("clip_cov", ratio=0.3, cov_lb=-0.5, cov_ub=2.0)
     zeroed = est.zeroed_mask(toy.terms(generator=torch.Generator().manual_seed(seed)))
     active = -A * r >= -A * torch.clamp(r, 0.8, 1.2)
-    assert _grad_ok(toy, est(terms), -A * r * active * ~zeroed * m / N)
+    assert grad_ok(toy, est(terms), -A * r * active * ~zeroed * m / N)
 
     est = make_estimator("kl_cov", ratio=0.3, coef=0.7)
     picked = est.penalised_mask(toy.terms())
-    assert _grad_ok(toy, est(toy.terms()), (-A * r + 0.7 * torch.sign(log_r) * picked) * m / N)
+    assert grad_ok(toy, est(toy.terms()), (-A * r + 0.7 * torch.sign(log_r) * picked) * m / N)
 
 
 @settings(max_examples=15, deadline=None)
@@ -111,7 +108,7 @@ def test_on_policy(seed, B, T):
     gen = torch.Generator().manual_seed(seed)
     zeroed = est.zeroed_mask(toy.terms(behavior_logp=anchor, generator=gen))
     out = est(toy.terms(behavior_logp=anchor, generator=torch.Generator().manual_seed(seed)))
-    assert _grad_ok(toy, out, -A * ~zeroed * m / N)
+    assert grad_ok(toy, out, -A * ~zeroed * m / N)
 
 
 def test_population_members_use_their_own_statistics():

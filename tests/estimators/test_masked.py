@@ -12,11 +12,7 @@ from hypothesis import strategies as st
 
 from sandbox import PGTerms, make_estimator
 
-from .helpers import make_toy, n_valid
-
-
-def _grad_ok(toy, out, weight):
-    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=1e-12)
+from .helpers import grad_ok, make_toy, n_valid
 
 
 def _single_token(p, anchor, adv, **extra):
@@ -109,13 +105,13 @@ def test_masked_family_gradients_are_analytic(seed, B, T):
     # DPPO with its KL: −keep·A·r + τ·(log π − log μ)²  →  weight −keep·A·r + 2τ·(log π − log μ)
     est = make_estimator("dppo", delta_low=0.05, delta_high=0.05, kl_coef=0.3)
     keep = est.keep_mask(toy.terms())
-    assert _grad_ok(toy, est(toy.terms()), (-(keep * A * r) + 0.6 * (lp - toy.behavior_logp)) * m / N)
+    assert grad_ok(toy, est(toy.terms()), (-(keep * A * r) + 0.6 * (lp - toy.behavior_logp)) * m / N)
 
     # two-sided: the unclipped branch min(r, δ)·A is active and r < δ
     delta = 1.5
     out = make_estimator("two_sided_ppo", delta=delta)(toy.terms())
     active = (-A * torch.clamp(r, max=delta) >= -A * torch.clamp(r, 0.8, 1.2)) & (r < delta)
-    assert _grad_ok(toy, out, -A * r * active * m / N)
+    assert grad_ok(toy, out, -A * r * active * m / N)
 
     # SAT: PPO with the per-token interval
     est = make_estimator("sat", quantile=0.5, bandwidth=0.2)
@@ -123,7 +119,7 @@ def test_masked_family_gradients_are_analytic(seed, B, T):
     lo = torch.where(A > 0, 1 - 0.2 * torch.ones_like(kappa), 1 - 0.2 * kappa)
     hi = torch.where(A > 0, 1 + 0.2 * kappa, 1 + 0.2 * torch.ones_like(kappa))
     active = -A * r >= -A * torch.minimum(torch.maximum(r, lo), hi)
-    assert _grad_ok(toy, est(toy.terms()), -A * r * active * m / N)
+    assert grad_ok(toy, est(toy.terms()), -A * r * active * m / N)
 
     # rollout_rs: the chosen loss over the kept tokens, normalised by their count
     for loss in ["reinforce", "ppo_clip"]:
@@ -131,7 +127,7 @@ def test_masked_family_gradients_are_analytic(seed, B, T):
         keep = est.keep_mask(toy.terms())
         n_keep = keep.sum().clamp(min=1)
         weight = -A if loss == "reinforce" else -A * r * (-A * r >= -A * torch.clamp(r, 0.8, 1.2))
-        assert _grad_ok(toy, est(toy.terms()), weight * keep / n_keep), loss
+        assert grad_ok(toy, est(toy.terms()), weight * keep / n_keep), loss
 
 
 # ----------------------------------------------------------------------------- equivalences

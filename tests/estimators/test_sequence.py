@@ -11,13 +11,10 @@ from hypothesis import strategies as st
 
 from sandbox import PGTerms, make_estimator
 
-from .helpers import make_toy, n_valid
+from .helpers import grad_ok, make_toy, n_valid
 
 F64 = torch.float64
 
-
-def _grad_ok(toy, out, weight):
-    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=1e-12)
 
 
 def _seq_stats(toy, anchor):
@@ -112,7 +109,7 @@ def test_sequence_family_gradients_are_analytic(seed, B, T):
     clipped = torch.where(A > 0, delta > eps, delta < -eps)
     log_ratio = (torch.where(clipped, delta.clamp(-eps, eps), delta) * m).sum(-1, keepdim=True) / lengths
     weight = -A * torch.exp(log_ratio) * ~clipped * m / (lengths * n_seq)
-    assert _grad_ok(toy, out, weight)
+    assert grad_ok(toy, out, weight)
 
     # GSPO-token with per-token advantages
     g = torch.Generator().manual_seed(seed)
@@ -120,17 +117,17 @@ def test_sequence_family_gradients_are_analytic(seed, B, T):
     s = torch.exp(delta.sum(-1, keepdim=True) / lengths)
     out = make_estimator("gspo_token", eps_low=0.05, eps_high=0.05)(toy.terms(advantages=A_tok))
     active = -A_tok * s >= -A_tok * torch.clamp(s, 0.95, 1.05)
-    assert _grad_ok(toy, out, -A_tok * s * active * m / (lengths * n_seq))
+    assert grad_ok(toy, out, -A_tok * s * active * m / (lengths * n_seq))
 
     # LUSPO: mean_i |y_i|·ℓ_i → −A_i·s_i·1[unclipped]/n_seq on every token
     out = make_estimator("luspo", eps_low=0.05, eps_high=0.05)(toy.terms())
     active = -A * s >= -A * torch.clamp(s, 0.95, 1.05)
-    assert _grad_ok(toy, out, -A * s * active * m / n_seq)
+    assert grad_ok(toy, out, -A * s * active * m / n_seq)
 
     # VESPO: −φ(ρ_i)·A per token, token-mean
     est = make_estimator("vespo")
     phi = est.weight(toy.terms())
-    assert _grad_ok(toy, est(toy.terms()), -phi * A * m / N)
+    assert grad_ok(toy, est(toy.terms()), -phi * A * m / N)
 
 
 # ----------------------------------------------------------------------------- equivalences

@@ -12,13 +12,10 @@ from hypothesis import strategies as st
 from sandbox import PGTerms, make_estimator
 from sandbox.advantages import make_advantage
 
-from .helpers import make_toy, n_valid
+from .helpers import grad_ok, make_toy, n_valid
 
 F64 = torch.float64
 
-
-def _grad_ok(toy, out, weight, atol=1e-12):
-    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=atol)
 
 
 # ----------------------------------------------------------------------------- TOPR
@@ -61,7 +58,7 @@ def test_topr_gradient_is_analytic_and_on_policy_is_reinforce(seed, B, T):
     for level, rho in [("sequence", rho_seq), ("token", rho_tok)]:
         est = make_estimator("topr", level=level, positive_weight=1.5, negative_weight=0.7)
         weight = torch.where(A > 0, 1.5, 0.7 * torch.clamp(rho, max=1.0))
-        assert _grad_ok(toy, est(toy.terms()), -weight * A * m / N), level
+        assert grad_ok(toy, est(toy.terms()), -weight * A * m / N), level
     anchor = toy.logp().detach()
     ref = toy.autograd_grad(make_estimator("reinforce")(toy.terms(behavior_logp=anchor)).loss)
     for level in ["sequence", "token"]:
@@ -118,7 +115,7 @@ def test_tpo_gradient_is_p_minus_q(seed, n_groups, size, T):
     for g in range(n_groups):
         p[group == g] = torch.softmax(scores[group == g], -1)
     weight = ((p - q) / n_groups).unsqueeze(-1) * toy.mask
-    assert _grad_ok(toy, est(terms), weight)
+    assert grad_ok(toy, est(terms), weight)
 
 
 def test_tpo_gradient_vanishes_at_the_target():
