@@ -40,7 +40,8 @@ class DPPO(Estimator):
     """DPPO-Binary-TV (arXiv 2602.04879; prime-rl's default loss): loss −1[kept]·r·A with r = π_θ/π_prox;
     a token is dropped when its probability moved past δ in the advantage's direction:
     π_θ(a) − π_prox(a) > δ_high for A > 0, < −δ_low for A < 0. prime-rl adds τ·(log π_θ − log μ)²
-    with τ = 1e-3, hence ``kl_coef`` defaults to 1e-3 here. Dropped tokens stay in the normaliser."""
+    with τ = 1e-3, hence ``kl_coef`` defaults to 1e-3 here. Dropped tokens stay in the normaliser.
+    prime-rl anchors ratio and mask at μ; here at π_prox, whose default is μ."""
 
     needs_behavior = True
     delta_low: float = 0.2  # δ_low ≥ 0: largest allowed drop of π(a) for A < 0

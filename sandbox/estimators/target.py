@@ -65,6 +65,11 @@ class TOPR(Estimator):
         )
 
 
+def _sequence_logp(logp: Tensor, mask: Tensor) -> Tensor:
+    """log π(y_i) = Σ_t m·log π(y_t) per sequence ``[*P, B]``."""
+    return torch.where(mask, logp, logp.new_zeros(())).sum(-1)
+
+
 def _group_logsumexp(values: Tensor, onehot: Tensor, group: Tensor) -> Tensor:
     """log Σ_{j in group(i)} exp(values_j) for every row i (``onehot`` [*P, B, G] marks members)."""
     member = onehot > 0
@@ -116,11 +121,8 @@ class TPO(Estimator):
         var = torch.einsum("...bg,...b->...g", onehot, centred.pow(2)) / counts
         std = var.sqrt().gather(-1, group)
         u = torch.where(std > 1e-6, centred / std.clamp(min=1e-6), centred)
-        if terms.behavior_logp is None:
-            old = sg(terms.logp)
-        else:
-            old = terms.behavior_logp
-        old_scores = sequence_log_ratio(old, torch.zeros_like(old), terms.valid)
+        old = sg(terms.logp) if terms.behavior_logp is None else terms.behavior_logp
+        old_scores = _sequence_logp(old, terms.valid)
         z = torch.where(seq_valid, old_scores + u / self.eta, adv.new_zeros(()))
         return torch.where(seq_valid, torch.exp(z - _group_logsumexp(z, onehot, group)), adv.new_zeros(()))
 
@@ -128,7 +130,7 @@ class TPO(Estimator):
         group, onehot = self._groups(terms)
         mask, seq_valid = terms.valid, terms.valid.any(-1)
         q = self.target(terms)
-        scores = torch.where(seq_valid, torch.where(mask, terms.logp, terms.logp.new_zeros(())).sum(-1), 0.0)
+        scores = _sequence_logp(terms.logp, mask)
         log_p = torch.where(seq_valid, scores - _group_logsumexp(scores, onehot, group), 0.0)
         n_seq = seq_valid.sum(-1, keepdim=True).to(q.dtype)
         n_groups = (onehot.sum(-2) > 0).sum(-1, keepdim=True).to(q.dtype)
