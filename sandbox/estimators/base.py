@@ -22,7 +22,7 @@ from torch import Tensor
 
 from sandbox.core.registry import Registry
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
-from sandbox.core.validation import check_choice
+from sandbox.core.validation import check_choice, check_range
 
 Aggregation = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
 AGGREGATIONS: tuple[str, ...] = (
@@ -135,9 +135,14 @@ class Estimator:
     ``batch_dependent`` — the per-token loss depends on the whole batch, so no exact expected
     update by enumeration; ``screens_rows`` — a ``keep_mask(terms)`` selects the tokens that
     reach the backward pass (Kondo), so a screened trainer may skip the others;
-    ``fits_target`` — the loss is on the supervised target's tokens (cross-entropy)."""
+    ``fits_target`` — the loss is on the supervised target's tokens (cross-entropy).
+
+    ``kl_coef`` = τ adds the squared-log-ratio penalty τ·(log π_θ − log μ)² to every token's loss
+    (prime-rl's ``kl_tau``, Kimi K2.5), aggregated like the rest: one field composes it with every
+    estimator that builds its loss from ``token_loss``."""
 
     aggregation: str = field(default="token-mean", kw_only=True)
+    kl_coef: float = field(default=0.0, kw_only=True)  # τ ≥ 0 (needs μ when > 0)
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
@@ -147,10 +152,17 @@ class Estimator:
 
     @property
     def batch_dependent(self) -> bool:
+        """Whether a row's loss depends on the other rows (batch quantiles, group softmax, top-k)."""
         return False
 
     def __post_init__(self) -> None:
         check_choice("aggregation", self.aggregation, AGGREGATIONS)
+        check_range("kl_coef", self.kl_coef, low=0.0)
+        if self.kl_coef > 0 and type(self).__call__ is not Estimator.__call__:
+            raise ValueError(
+                f"kl_coef must be 0 for {self.name}: it computes its own loss instead of token_loss, "
+                "so the penalty would not be added"
+            )
         self.check()
 
     def check(self) -> None:
@@ -164,6 +176,14 @@ class Estimator:
             raise ValueError(f"terms must be a PGTerms, got {type(terms).__name__}")
         if self.needs_behavior:
             terms.require_behavior(self.name)
+        out = self.penalized_token_loss(terms)
+        mask = terms.valid if out.mask is None else out.mask
+        per_member = aggregate(out.values, mask, self.aggregation)
+        return EstimatorOutput(loss=per_member.sum(), metrics=self.diagnostics(terms, out))
+
+    def penalized_token_loss(self, terms: PGTerms) -> TokenLoss:
+        """``token_loss`` plus τ·(log π_θ − log μ)² per token when ``kl_coef`` = τ > 0; the
+        per-token loss whose aggregate is the estimator's loss (also what exact enumeration needs)."""
         out = self.token_loss(terms)
         if isinstance(out, Tensor):
             out = TokenLoss(out)
@@ -172,9 +192,11 @@ class Estimator:
                 f"{self.name}.token_loss returned shape {tuple(out.values.shape)}, "
                 f"expected logp's {tuple(terms.logp.shape)}"
             )
-        mask = terms.valid if out.mask is None else out.mask
-        per_member = aggregate(out.values, mask, self.aggregation)
-        return EstimatorOutput(loss=per_member.sum(), metrics=self.diagnostics(terms, out))
+        if self.kl_coef == 0:
+            return out
+        sq = (terms.logp - terms.require_behavior(f"{self.name} with kl_coef > 0")).pow(2)
+        metrics = {**out.metrics, "kl_sq_mean": masked_mean(sg(sq), terms.valid)}
+        return TokenLoss(out.values + self.kl_coef * sq, out.mask, metrics)
 
     def diagnostics(self, terms: PGTerms, out: TokenLoss) -> dict[str, Tensor]:
         """Common diagnostics (surprisal, ratio statistics, ESS/B, k1/k3 KL when μ is known)

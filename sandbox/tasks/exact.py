@@ -39,8 +39,7 @@ def expected_objective(estimator: Estimator, terms: PGTerms, weights: Tensor) ->
     if estimator.batch_dependent:
         raise ValueError(f"estimator {estimator.name!r} depends on the whole batch: its exact expected "
                          "update cannot be enumerated action by action; use mode='sampled'")
-    values = estimator.token_loss(terms)
-    values = values if isinstance(values, Tensor) else values.values
+    values = estimator.penalized_token_loss(terms).values
     return EstimatorOutput(loss=(weights * values).sum(), metrics={})
 
 

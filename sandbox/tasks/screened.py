@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import torch
+from torch import Tensor
 
 from sandbox.core.rollout import Rollout
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
@@ -23,6 +24,9 @@ def screened_objective(model, estimator: Estimator, terms: PGTerms, rollout: Rol
     Population members keep different numbers of rows; each runs ``max_s n_s`` rows (its kept rows
     first, padded with unkept rows whose loss weight is 0). The loss is Kondo's: −Σ_kept A·log π_θ
     aggregated over the valid tokens — the same value and gradient as the unscreened estimator."""
+    if estimator.kl_coef:
+        raise ValueError("backward='screened' with kl_coef > 0: the penalty puts every token in the backward "
+                         "pass; use backward='full'")
     keep = estimator.keep_mask(terms)  # [S, B, T] (one draw for priority='uniform', as unscreened)
     # a kept token with A = 0 contributes exactly 0 to the loss and its gradient: no backward for it
     rows = (keep & (terms.token_advantages != 0)).any(-1)  # [S, B]
