@@ -8,13 +8,16 @@ actor, with the parameters of step t − d_t) and ``update(step, rollout)`` (the
 the simulated loop here and the Ray runtime drive the same code. ``train(config)`` runs the loop and
 returns a tidy frame: one row per (logged step, population member).
 
-Divergence: a member whose gradient or parameters become NaN/inf is frozen at its last finite
-parameters and marked ``diverged``; when every member has diverged the run stops early. A
-diverged run is a result, not an error: sweeps go on.
+Divergence is a numerical event of one seed: a member whose rollout (rewards, behaviour
+log-probs), gradient or parameters become NaN/inf is frozen at its last finite parameters and
+marked ``diverged``, while the other members go on; when every member has diverged the run stops
+early. A diverged run is a result, not an error: sweeps go on. An invalid config is an error,
+raised (never recorded as a divergence).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -108,6 +111,7 @@ class ActorLearner:
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
         S = self.population
+        rollout = self._quarantine(rollout)
         terms = learner_terms(self.task, self.params, rollout, self.advantage,
                               derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         out = self.task.objective(self.estimator, terms, rollout, self.params)
@@ -159,6 +163,21 @@ class ActorLearner:
             self._mark_diverged(bad)
         return metrics
 
+    def _quarantine(self, rollout: Rollout) -> Rollout:
+        """A member whose rollout holds a non-finite reward or behaviour log-prob has diverged: it
+        is frozen and its rows are zeroed so that the other members' update goes on."""
+        S = self.population
+        finite = torch.isfinite(rollout.rewards.reshape(S, -1)).all(-1) & \
+            ~torch.isnan(rollout.behavior_logp.reshape(S, -1)).any(-1)
+        if bool(finite.all()):
+            return rollout
+        self._mark_diverged(~finite)
+        keep = finite.reshape(S, *([1] * (rollout.rewards.ndim - 1)))
+        keep_tokens = finite.reshape(S, *([1] * (rollout.behavior_logp.ndim - 1)))
+        return rollout.replace(rewards=torch.where(keep, rollout.rewards, torch.zeros_like(rollout.rewards)),
+                               behavior_logp=torch.where(keep_tokens, rollout.behavior_logp,
+                                                         torch.zeros_like(rollout.behavior_logp)))
+
     def _mark_diverged(self, members: Tensor) -> None:
         if bool(members.any()):
             newly = members & ~self.diverged
@@ -204,12 +223,7 @@ class ActorLearner:
                 self.rows.append(self._row(step, {**self.evaluate(step), **self.pending}, time.perf_counter() - start))
             if step == cfg.steps or not bool(self.active.any()):
                 break
-            try:
-                self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
-            except ValueError as err:  # non-finite inputs reached an estimator: the run has diverged
-                log.warning("step %d: %s; marking the run diverged", step, err)
-                self._mark_diverged(torch.ones(self.population, dtype=torch.bool))
-                self.pending = {}
+            self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
             step += 1
             publish(step)
             self.next_step, self.elapsed = step, time.perf_counter() - start
@@ -279,9 +293,27 @@ class ActorLearner:
         return pd.DataFrame(data)
 
 
+def config_columns(config: RunConfig) -> dict[str, object]:
+    """The run's config as flat columns (bsuite style): scalar fields by name, dict fields flattened
+    as ``field.key`` (``task_kwargs.K``, ``staleness.D``), lists and nested values as JSON."""
+    columns: dict[str, object] = {}
+    for key, value in config.to_dict().items():
+        if key == "label":
+            continue
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for sub, v in items:
+            name = key if sub is None else f"{key}.{sub}"
+            columns[name] = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)
+    return columns
+
+
 def train(config: RunConfig, progress: bool = False) -> pd.DataFrame:
-    """Run ``config`` and return one row per (logged step, member) with its metrics."""
+    """Run ``config`` and return one row per (logged step, member) with its metrics and, as columns,
+    every config field (so analyses select runs by field, never by parsing labels)."""
     frame = ActorLearner(config).run(progress=progress)
     frame.insert(0, "run_id", config.run_id)
     frame.insert(1, "label", config.label or config.estimator)
-    return frame
+    metrics = set(frame.columns)
+    extra = {k: v for k, v in config_columns(config).items() if k not in metrics}
+    return pd.concat([frame, pd.DataFrame({k: [v] * len(frame) for k, v in extra.items()}, index=frame.index)],
+                     axis=1)
