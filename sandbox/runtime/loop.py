@@ -17,6 +17,7 @@ raised (never recorded as a divergence).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -307,13 +308,24 @@ def config_columns(config: RunConfig) -> dict[str, object]:
     return columns
 
 
+def metrics_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without its config columns, run id and wall time: the numbers two runs of different
+    configs can be compared on (e.g. D = 0 against the synchronous loop, bit for bit)."""
+    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"seed"}
+    drop = [c for c in frame.columns if c.split(".")[0] in fields or c in ("run_id", "wall_time")]
+    return frame.drop(columns=drop).reset_index(drop=True)
+
+
 def train(config: RunConfig, progress: bool = False) -> pd.DataFrame:
     """Run ``config`` and return one row per (logged step, member) with its metrics and, as columns,
     every config field (so analyses select runs by field, never by parsing labels)."""
-    frame = ActorLearner(config).run(progress=progress)
+    return labelled(ActorLearner(config).run(progress=progress), config)
+
+
+def labelled(frame: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
+    """Prefix a run's rows with its run id and label and append its config columns."""
     frame.insert(0, "run_id", config.run_id)
     frame.insert(1, "label", config.label or config.estimator)
-    metrics = set(frame.columns)
-    extra = {k: v for k, v in config_columns(config).items() if k not in metrics}
+    extra = {k: v for k, v in config_columns(config).items() if k not in frame.columns}
     return pd.concat([frame, pd.DataFrame({k: [v] * len(frame) for k, v in extra.items()}, index=frame.index)],
                      axis=1)

@@ -38,7 +38,7 @@ from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
-from sandbox.runtime.loop import ActorLearner
+from sandbox.runtime.loop import ActorLearner, labelled
 from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
@@ -299,10 +299,7 @@ class AsyncRunner:
 def train_async(config: RunConfig, async_config: AsyncConfig | None = None, progress: bool = False,
                 resume: bool = False) -> pd.DataFrame:
     """``train`` with real asynchrony: the same rows, plus restarts and the learner's waiting time."""
-    frame = AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress)
-    frame.insert(0, "run_id", config.run_id)
-    frame.insert(1, "label", config.label or config.estimator)
-    return frame
+    return labelled(AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress), config)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:

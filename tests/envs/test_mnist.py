@@ -22,7 +22,7 @@ from sandbox.envs.mnist import ChecksumError, IDXFormatError, MNISTNotFoundError
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
-from sandbox.runtime.loop import ActorLearner, train
+from sandbox.runtime.loop import ActorLearner, metrics_only, train
 from sandbox.tasks.mnist import MNIST
 
 SHARED = mn.find_test_split() or Path(mn.REPO).parent / "shared" / "data" / "mnist"
@@ -280,7 +280,7 @@ def _run(frictions=(), **kw):
     base = dict(task="mnist", task_kwargs={**SMALL, "samples_per_context": 2}, estimator="is_pg",
                 advantage="group_mean", steps=3, log_points=3, frictions=tuple(frictions))
     base.update(kw)
-    return train(RunConfig(**base)).drop(columns=["wall_time", "run_id"])
+    return metrics_only(train(RunConfig(**base)))
 
 
 @needs_data

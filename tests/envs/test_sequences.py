@@ -24,7 +24,7 @@ from sandbox.frictions.actor_bugs import fake_quantize
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
-from sandbox.runtime.loop import train
+from sandbox.runtime.loop import metrics_only, train
 from sandbox.tasks import make_task
 from sandbox.tasks.sequences import SequenceTask, all_sequences
 
@@ -165,7 +165,7 @@ def _run(frictions=(), **task):
     cfg = RunConfig(task="reverse_copy", task_kwargs={"H": 2, "population": 2, "prompts_per_step": 3,
                                                        "samples_per_prompt": 4, "eval_mode": "exact", **TINY, **task},
                     estimator="is_pg", lr=1e-2, steps=6, log_points=3, frictions=tuple(frictions))
-    return train(cfg).drop(columns=["wall_time", "run_id"])
+    return metrics_only(train(cfg))
 
 
 def test_every_friction_at_strength_zero_is_the_identity_bit_for_bit():
