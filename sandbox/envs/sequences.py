@@ -36,7 +36,7 @@ from sandbox.frictions.base import Friction, FrictionContext, FrictionStack, Sam
 from sandbox.policies.transformer import Transformer
 from sandbox.rollout import Rollout
 from sandbox.runtime.task import Task, register_task
-from sandbox.validation import check_choice, check_range
+from sandbox.validation import check_choice, check_int, check_range
 
 TASK_NAMES = ("reverse_copy", "bit_parity", "key_value", "subsequence_match")
 DEFAULT_VOCAB = {"reverse_copy": 2, "bit_parity": 2, "key_value": 10, "subsequence_match": 5}
@@ -145,25 +145,25 @@ class SequenceTask(Task):
 
     def __post_init__(self) -> None:
         check_choice("problem", self.problem, TASK_NAMES)
-        check_range("H", self.H, low=1)
-        check_range("V", self.V, low=0)
-        check_range("n_pairs", self.n_pairs, low=1)
-        check_range("sub_prompt", self.sub_prompt, low=1)
-        check_range("sub_answer", self.sub_answer, low=self.sub_prompt)
+        check_int("H", self.H, low=1)
+        check_int("V", self.V, low=0)
+        check_int("n_pairs", self.n_pairs, low=1)
+        check_int("sub_prompt", self.sub_prompt, low=1)
+        check_int("sub_answer", self.sub_answer, low=self.sub_prompt)
         check_choice("order", self.order, ("reverse", "forward"))
-        check_range("shift", self.shift, low=0)
+        check_int("shift", self.shift, low=0)
         check_choice("match", self.match, MATCHES)
         check_range("kappa", self.kappa, low=0.0, high=1.0)
         check_choice("wrong_answer", self.wrong_answer, ("shifted", "constant"))
-        check_range("prompts_per_step", self.prompts_per_step, low=1)
-        check_range("samples_per_prompt", self.samples_per_prompt, low=1)
-        check_range("n_prompts", self.n_prompts, low=0)
+        check_int("prompts_per_step", self.prompts_per_step, low=1)
+        check_int("samples_per_prompt", self.samples_per_prompt, low=1)
+        check_int("n_prompts", self.n_prompts, low=0)
         check_range("p_easy", self.p_easy, low=0.0, high=1.0)
-        check_range("population", self.population, low=1)
+        check_int("population", self.population, low=1)
         check_range("temperature", self.temperature, low=0.0, low_open=True)
         check_range("eps_mix", self.eps_mix, low=0.0, high=1.0)
-        check_range("eval_prompts", self.eval_prompts, low=1)
-        check_range("eval_samples", self.eval_samples, low=1)
+        check_int("eval_prompts", self.eval_prompts, low=1)
+        check_int("eval_samples", self.eval_samples, low=1)
         check_choice("eval_mode", self.eval_mode, ("sampled", "exact"))
         check_choice("backward", self.backward, ("full", "screened"))
         check_choice("dtype", self.dtype, ("float32", "float64"))

@@ -5,13 +5,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.validation import check_choice, check_range
+import numpy as np
+
+from sandbox.validation import check_choice, check_int, check_range
 
 PROXIMAL = ("auto", "behavior", "recompute")
 HISTORY = ("params", "rollouts")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars → Python scalars, pair lists → tuples, recursively: ``np.int64(3)`` and ``3``
+    are the same config (and the same hash); without this, numpy values could not be hashed."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _build(where: str, make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``make(*args, **kwargs)``; a failure becomes one ``ValueError`` line that starts with ``where``
+    (the RunConfig field at fault)."""
+    try:
+        return make(*args, **kwargs)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{where}: " + " ".join(str(err).split())) from None
 
 
 def _freeze(value: Any) -> Any:
@@ -63,24 +87,68 @@ class RunConfig:
     label: str = ""
 
     def __post_init__(self) -> None:
-        check_range("steps", self.steps, low=0)
-        check_range("log_points", self.log_points, low=1)
-        check_range("seed", self.seed, low=0)
+        """Validate every field and build (cheaply) every component — task, estimator, advantage,
+        controllers, frictions, delay schedule, optimiser — so that a bad value fails here, as one
+        ``ValueError`` line naming the field, not steps into a run (or never: ``steps=1.5``)."""
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
+        check_int("steps", self.steps, low=0)
+        check_int("log_points", self.log_points, low=1)
+        check_int("seed", self.seed, low=0)
+        check_range("lr", self.lr, low=0.0, low_open=True)
         check_choice("proximal", self.proximal, PROXIMAL)
         check_choice("history", self.history, HISTORY)
+        if not isinstance(self.label, str):
+            raise ValueError(f"label must be a str, got {type(self.label).__name__}")
+        for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness"):
+            kwargs = getattr(self, name)
+            if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+                raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {kwargs!r:.80}")
         for name in ("controllers", "frictions"):
-            for entry in getattr(self, name):
-                if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[1], dict)):
-                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {entry!r}")
+            entries = getattr(self, name)
+            if not isinstance(entries, (tuple, list)):
+                raise ValueError(f"{name} must be a sequence of (name, kwargs) pairs, got {entries!r:.80}")
+            for entry in entries:
+                if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str)
+                        and isinstance(entry[1], dict)):
+                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {entry!r:.80}")
+            object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
+        self._build_components()
+
+    def _build_components(self) -> None:
+        from sandbox.advantages import ADVANTAGES
+        from sandbox.controllers import CONTROLLERS
+        from sandbox.estimators import ESTIMATORS
+        from sandbox.frictions import FRICTIONS, DelaySchedule
+        from sandbox.runtime.optim import PopulationOptimizer
+        from sandbox.runtime.task import TASKS, load_tasks
+
+        if isinstance(self.task, str) and self.task not in TASKS:
+            load_tasks()
+        for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES)):
+            _build(name, registry.get, getattr(self, name))
+            _build(f"{name}_kwargs", registry.make, getattr(self, name), **getattr(self, f"{name}_kwargs"))
+        for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS)):
+            for i, (entry, kwargs) in enumerate(getattr(self, name)):
+                _build(f"{name}[{i}]", registry.get, entry)
+                _build(f"{name}[{i}] {entry}", registry.make, entry, **kwargs)
+        known = {f.name for f in dataclasses.fields(DelaySchedule)}
+        if set(self.staleness) - known:
+            raise ValueError(f"staleness: unknown field(s) {sorted(set(self.staleness) - known)}; valid: {sorted(known)}")
+        _build("staleness", DelaySchedule, **self.staleness)
+        PopulationOptimizer(self.optimizer, lr=self.lr)
 
     def to_dict(self) -> dict[str, Any]:
         return _freeze(dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"a RunConfig is read from a dict, got {type(data).__name__}")
         data = dict(data)
         for name in ("controllers", "frictions"):
-            data[name] = tuple((n, dict(k)) for n, k in data.get(name, ()))
+            if isinstance(data.get(name), list):  # JSON has no tuples: [[name, kwargs], …]
+                data[name] = tuple(tuple(e) if isinstance(e, list) else e for e in data[name])
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
