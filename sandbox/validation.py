@@ -6,6 +6,7 @@ silent broadcast (DESIGN.md, Conventions).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -67,8 +68,8 @@ def check_shape(name: str, x: Tensor, shape: Sequence[int], like: str) -> None:
         )
 
 
-def _show(value: object, limit: int = 60) -> str:
-    """A one-line, bounded repr for error messages (a tensor's repr spans lines)."""
+def short_repr(value: object, limit: int = 60) -> str:
+    """A one-line repr of at most ``limit`` characters for error messages (a tensor's spans lines)."""
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -97,7 +98,7 @@ def check_range(
             return
         raise ValueError(f"{name} must be a number, got None")
     if not is_number(value):
-        raise ValueError(f"{name} must be a number, got {type(value).__name__} {_show(value)}")
+        raise ValueError(f"{name} must be a number, got {type(value).__name__} {short_repr(value)}")
     if finite and math.isinf(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     lo_ok = value > low if low_open else value >= low
@@ -122,7 +123,7 @@ def check_int(
     if value is None and allow_none:
         return
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {type(value).__name__} {_show(value)}")
+        raise ValueError(f"{name} must be an integer, got {type(value).__name__} {short_repr(value)}")
     check_range(name, value, low=low, high=high)
 
 
@@ -134,4 +135,25 @@ def check_choice(name: str, value: object, options: Iterable[object]) -> None:
     except (TypeError, RuntimeError):  # an unhashable or tensor value compares to no option
         valid = False
     if not valid:
-        raise ValueError(f"{name} must be one of {options}, got {_show(value)}")
+        raise ValueError(f"{name} must be one of {options}, got {short_repr(value)}")
+
+
+#: annotation → accepted types, for the fields no range or choice check covers (flags, paths, lists)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "str": (str,), "tuple": (tuple, list), "dict": (dict,)}
+
+
+def check_field_types(cls: type, kwargs: dict[str, object]) -> None:
+    """Require each keyword of the dataclass ``cls`` annotated ``bool``, ``str``, ``tuple`` or
+    ``dict`` (or ``… | None``) to have that type: ``stochastic="no"`` would otherwise be truthy.
+    Numbers are left to the dataclass's own ``check_int``/``check_range``."""
+    for f in dataclasses.fields(cls):
+        if f.name not in kwargs:
+            continue
+        annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        parts = {part.strip() for part in annotation.split("|")}
+        optional, rest = "None" in parts, parts - {"None"}
+        base = rest.pop() if len(rest) == 1 else ""
+        value = kwargs[f.name]
+        if base in _FIELD_TYPES and not (isinstance(value, _FIELD_TYPES[base]) or (optional and value is None)):
+            kind = base + (" or None" if optional else "")
+            raise ValueError(f"{f.name} must be a {kind}, got {type(value).__name__} {short_repr(value)}")

@@ -359,6 +359,7 @@ class MNIST(CategoricalTask):
 
     # ------------------------------------------------------------------ environment
     def init_params(self, generator):
+        _ = self.data  # read the images (or report them missing) before the first step, not during it
         return self.policy.init(self.population, generator)
 
     def sample_contexts(self, n, generator):

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from sandbox.validation import check_choice, check_int, check_range
+from sandbox.validation import check_choice, check_field_types, check_int, check_range, short_repr
 
 PROXIMAL = ("auto", "behavior", "recompute")
 HISTORY = ("params", "rollouts")
 
 
 def _plain(value: Any) -> Any:
-    """numpy scalars → Python scalars, pair lists → tuples, recursively: ``np.int64(3)`` and ``3``
-    are the same config (and the same hash); without this, numpy values could not be hashed."""
+    """numpy scalars → Python scalars, recursively: ``np.int64(3)`` and ``3`` are the same config
+    with the same hash (``json`` cannot hash numpy integers at all)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
@@ -96,22 +96,22 @@ class RunConfig:
         check_int("log_points", self.log_points, low=1)
         check_int("seed", self.seed, low=0)
         check_range("lr", self.lr, low=0.0, low_open=True)
+        for name in ("task", "estimator", "advantage", "optimizer", "label"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a str, got {type(getattr(self, name)).__name__} "
+                                 f"{short_repr(getattr(self, name))}")
         check_choice("proximal", self.proximal, PROXIMAL)
         check_choice("history", self.history, HISTORY)
-        if not isinstance(self.label, str):
-            raise ValueError(f"label must be a str, got {type(self.label).__name__}")
         for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness"):
             kwargs = getattr(self, name)
             if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
-                raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {kwargs!r:.80}")
+                raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {short_repr(kwargs)}")
         for name in ("controllers", "frictions"):
             entries = getattr(self, name)
-            if not isinstance(entries, (tuple, list)):
-                raise ValueError(f"{name} must be a sequence of (name, kwargs) pairs, got {entries!r:.80}")
-            for entry in entries:
-                if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str)
-                        and isinstance(entry[1], dict)):
-                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {entry!r:.80}")
+            if not (isinstance(entries, (tuple, list)) and all(
+                    isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)
+                    for e in entries)):
+                raise ValueError(f"{name} must be a sequence of (name, kwargs) pairs, got {short_repr(entries)}")
             object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
         self._build_components()
 
@@ -125,13 +125,15 @@ class RunConfig:
 
         if isinstance(self.task, str) and self.task not in TASKS:
             load_tasks()
-        for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES)):
-            _build(name, registry.get, getattr(self, name))
-            _build(f"{name}_kwargs", registry.make, getattr(self, name), **getattr(self, f"{name}_kwargs"))
-        for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS)):
-            for i, (entry, kwargs) in enumerate(getattr(self, name)):
-                _build(f"{name}[{i}]", registry.get, entry)
-                _build(f"{name}[{i}] {entry}", registry.make, entry, **kwargs)
+        components = [(name, registry, getattr(self, name), f"{name}_kwargs", getattr(self, f"{name}_kwargs"))
+                      for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES))]
+        components += [(f"{name}[{i}]", registry, entry, f"{name}[{i}] {entry}", kwargs)
+                       for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS))
+                       for i, (entry, kwargs) in enumerate(getattr(self, name))]
+        for where, registry, entry, where_kwargs, kwargs in components:
+            cls = _build(where, registry.get, entry)
+            _build(where_kwargs, check_field_types, cls, kwargs)
+            _build(where_kwargs, registry.make, entry, **kwargs)
         known = {f.name for f in dataclasses.fields(DelaySchedule)}
         if set(self.staleness) - known:
             raise ValueError(f"staleness: unknown field(s) {sorted(set(self.staleness) - known)}; valid: {sorted(known)}")
