@@ -108,10 +108,11 @@ class RunConfig:
                 raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {short_repr(kwargs)}")
         for name in ("controllers", "frictions"):
             entries = getattr(self, name)
-            if not (isinstance(entries, (tuple, list)) and all(
-                    isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)
-                    for e in entries)):
+            if not isinstance(entries, (tuple, list)):
                 raise ValueError(f"{name} must be a sequence of (name, kwargs) pairs, got {short_repr(entries)}")
+            for e in entries:
+                if not (isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)):
+                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {short_repr(e)}")
             object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
         self._build_components()
 
