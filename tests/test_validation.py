@@ -198,3 +198,19 @@ def test_min_variance_refuses_negative_or_non_finite_weights():
 def test_controllers_refuse_integer_gradients(name):
     with pytest.raises(ValueError, match=r"^grads\[1\] must have a float dtype, got torch.int64"):
         make_controller(name).step([torch.ones(2, 3), torch.ones(2, 2, dtype=torch.long)], population_shape=(2,))
+
+
+def test_caps_at_infinity_mean_no_cap():
+    """∞ stays valid where it means "no cap": the loss equals that of an unreachable finite cap."""
+    gen = torch.Generator().manual_seed(0)
+    logp = torch.log(torch.rand(3, 6, 2, generator=gen) * 0.9 + 0.05).requires_grad_(True)
+    behavior = torch.log(torch.rand(3, 6, 2, generator=gen) * 0.9 + 0.05)
+    terms = PGTerms(logp=logp, advantages=torch.randn(3, 6, generator=gen), behavior_logp=behavior)
+    for name, field in [("tis", "C"), ("awr", "w_max"), ("vtrace_pg", "rho_bar"), ("decoupled_ppo", "k_max"),
+                        ("mis", "beta"), ("m2po", "tau"), ("ppo", "eps_high"), ("cispo", "eps_low")]:
+        at_inf = make_estimator(name, **{field: math.inf})(terms).loss
+        assert torch.isfinite(at_inf), name
+        assert torch.allclose(at_inf, make_estimator(name, **{field: 1e30})(terms).loss), name
+    grads = [torch.randn(2, 5, generator=gen)]
+    out = make_controller("clip_grad_norm", max_norm=math.inf).step(grads, population_shape=(2,))
+    assert torch.equal(out.grads[0], grads[0])
