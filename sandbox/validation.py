@@ -99,11 +99,12 @@ def check_range(
         raise ValueError(f"{name} must be a number, got None")
     if not is_number(value):
         raise ValueError(f"{name} must be a number, got {type(value).__name__} {short_repr(value)}")
-    if finite and math.isinf(value):
+    integral = isinstance(value, numbers.Integral)  # always finite (and math.isinf(10**400) overflows)
+    if finite and not integral and math.isinf(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     lo_ok = value > low if low_open else value >= low
     hi_ok = value < high if high_open else value <= high
-    if math.isnan(value) or not (lo_ok and hi_ok):
+    if (not integral and math.isnan(value)) or not (lo_ok and hi_ok):
         lb = "(" if low_open else "["
         hb = ")" if high_open else "]"
         raise ValueError(f"{name} must lie in {lb}{low}, {high}{hb}, got {value}")
