@@ -217,3 +217,14 @@ def test_caps_at_infinity_mean_no_cap():
     grads = [torch.randn(2, 5, generator=gen)]
     out = make_controller("clip_grad_norm", max_norm=math.inf).step(grads, population_shape=(2,))
     assert torch.equal(out.grads[0], grads[0])
+
+
+def test_fused_logprob_accepts_numpy_integers():
+    from sandbox.kernels import fused_logprob
+
+    gen = torch.Generator().manual_seed(0)
+    hidden, weight = torch.randn(5, 4, generator=gen), torch.randn(7, 4, generator=gen)
+    targets = torch.tensor([0, 6, -100, 3, 2])
+    plain = fused_logprob(hidden, weight, targets, chunk_size=2, ignore_index=-100, backend="torch")
+    numpy = fused_logprob(hidden, weight, targets, chunk_size=np.int64(2), ignore_index=np.int32(-100), backend="torch")
+    assert torch.equal(plain, numpy)
