@@ -124,7 +124,7 @@ class RunConfig:
         from sandbox.runtime.optim import PopulationOptimizer
         from sandbox.runtime.task import TASKS, load_tasks
 
-        if isinstance(self.task, str) and self.task not in TASKS:
+        if self.task not in TASKS:
             load_tasks()
         components = [(name, registry, getattr(self, name), f"{name}_kwargs", getattr(self, f"{name}_kwargs"))
                       for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES))]
@@ -148,10 +148,7 @@ class RunConfig:
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         if not isinstance(data, dict):
             raise ValueError(f"a RunConfig is read from a dict, got {type(data).__name__}")
-        data = dict(data)
-        for name in ("controllers", "frictions"):
-            if isinstance(data.get(name), list):  # JSON has no tuples: [[name, kwargs], …]
-                data[name] = tuple(tuple(e) if isinstance(e, list) else e for e in data[name])
+        data = dict(data)  # [[name, kwargs], …] lists (JSON has no tuples) become tuples in __post_init__
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
