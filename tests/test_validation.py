@@ -127,7 +127,7 @@ def test_run_ids_are_unchanged_and_numpy_values_hash_like_python_ones():
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
 
 
-def test_construction_builds_every_component_cheaply_without_data(tmp_path):
+def test_mnist_reads_no_images_to_validate_a_config(tmp_path):
     """MNIST must not read its images to validate a config (only when the run is built)."""
     cfg = RunConfig(task="mnist", task_kwargs={"split": "full", "download": False, "data_dir": str(tmp_path)})
     task = make_task(cfg.task, **cfg.task_kwargs)
