@@ -31,8 +31,8 @@ def make_advantage(name: str, **kwargs) -> Advantage:
 
 def _check_rewards_group(rewards: Tensor, group: Tensor | None) -> Tensor:
     check_tensor("rewards", rewards, dtype="float")
-    if rewards.ndim < 1:
-        raise ValueError(f"rewards must have shape [*P, B], got {tuple(rewards.shape)}")
+    if rewards.ndim < 1 or rewards.numel() == 0:
+        raise ValueError(f"rewards must have shape [*P, B] with B ≥ 1, got {tuple(rewards.shape)}")
     if group is None:
         return torch.zeros(rewards.shape[-1], dtype=torch.long, device=rewards.device)
     check_tensor("group", group, dtype="int")
@@ -187,18 +187,16 @@ class MinVariance(Advantage):
         check_choice("weights", self.weights, ("grad_norm", "rho2"))
 
     def compute(self, rewards, group, rho=None, grad_sq_norms=None, **extras):
-        w = torch.ones_like(rewards) if rho is None else rho.detach().pow(2)
         if rho is not None:
-            check_tensor("rho", rho, dtype="float")
-            check_shape("rho", rho, rewards.shape, "rewards")
+            _check_weights("rho", rho, rewards)
+        w = torch.ones_like(rewards) if rho is None else rho.detach().pow(2)
         if self.weights == "grad_norm":
             if grad_sq_norms is None:
                 raise ValueError(
                     "min_variance with weights='grad_norm' needs grad_sq_norms (per-sample ‖∇log π(τ)‖², "
                     "see per_sample_grad_sq_norms); pass it or use weights='rho2'"
                 )
-            check_tensor("grad_sq_norms", grad_sq_norms, dtype="float")
-            check_shape("grad_sq_norms", grad_sq_norms, rewards.shape, "rewards")
+            _check_weights("grad_sq_norms", grad_sq_norms, rewards)
             w = w * grad_sq_norms.detach()
         sums, totals = group_stats(rewards, group, weights=w)
         _, counts = group_stats(rewards, group)
@@ -245,6 +243,13 @@ class ReinforcePP(Advantage):
         centred = rewards - rewards.mean(-1, keepdim=True)
         std = centred.pow(2).sum(-1, keepdim=True).div(max(rewards.shape[-1] - 1, 1)).sqrt()
         return centred / (std + self.eps)
+
+def _check_weights(name: str, x: Tensor, rewards: Tensor) -> None:
+    """A ratio or squared norm: float, finite, ≥ 0, one per reward."""
+    check_tensor(name, x, dtype="float")
+    check_shape(name, x, rewards.shape, "rewards")
+    if bool((x < 0).any()):
+        raise ValueError(f"{name} must be ≥ 0 everywhere, got a minimum of {float(x.min()):.3g}")
 
 
 def compute_advantages(advantage: Advantage, rewards: Tensor, group: Tensor | None, task: str,

@@ -45,6 +45,8 @@ class PGTerms:
         if logp.ndim < 2:
             raise ValueError(f"logp must have shape [*P, B, T] (at least 2 dims), got {tuple(logp.shape)}")
         shape = tuple(logp.shape)
+        if logp.numel() == 0:
+            raise ValueError(f"logp is empty (shape {shape}): a batch needs at least one sequence of one token")
         adv = check_tensor("advantages", self.advantages, dtype="float")
         if tuple(adv.shape) not in (shape, shape[:-1]):
             raise ValueError(

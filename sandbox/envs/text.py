@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int, check_range
 
 PAD, EOS = "<pad>", "<eos>"
 REPLACEMENT = "\ufffd"  # how an id outside the vocabulary decodes with errors='replace'
@@ -180,7 +180,7 @@ class ReverseText(TextEnv):
     kappa: float = 1.0  # R = κ·c + (1 − κ)·1[all correct], in [0, 1]
 
     def __post_init__(self) -> None:
-        check_range("length", self.length, low=1)
+        check_int("length", self.length, low=1)
         if (not isinstance(self.alphabet, str) or len(self.alphabet) < 2 or len(set(self.alphabet)) != len(self.alphabet)
                 or not set(self.alphabet) <= set(string.ascii_lowercase + string.digits)):
             raise ValueError(f"alphabet must be ≥ 2 distinct lowercase letters or digits, got {self.alphabet!r}")
@@ -232,7 +232,7 @@ class ParityText(TextEnv):
     length: int = 4  # number of bits, ≥ 1
 
     def __post_init__(self) -> None:
-        check_range("length", self.length, low=1)
+        check_int("length", self.length, low=1)
 
     @property
     def chars(self) -> str:
@@ -269,10 +269,11 @@ class Arithmetic(TextEnv):
     format_reward: float = 0.0  # partial credit for a well-formed wrong answer, in [0, 1)
 
     def __post_init__(self) -> None:
-        check_range("digits", self.digits, low=1, high=6)
+        check_int("digits", self.digits, low=1, high=6)
         check_choice("op", self.op, ("+", "-", "*"))
+        check_int("modulo", self.modulo, low=0)
         if self.modulo != 0:
-            check_range("modulo", self.modulo, low=2)
+            check_int("modulo", self.modulo, low=2)
         check_range("format_reward", self.format_reward, low=0.0, high=1.0, high_open=True)
 
     @property

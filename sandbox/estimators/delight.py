@@ -58,7 +58,7 @@ class Delight(Estimator):
         check_range("lam", self.lam)
         check_choice("gate_input", self.gate_input, GATE_INPUTS)
         check_range("alpha", self.alpha, low=0.0, high=1.0)
-        check_range("surprisal_clip", self.surprisal_clip, low=0.0, low_open=True, allow_none=True)
+        check_range("surprisal_clip", self.surprisal_clip, low=0.0, low_open=True, allow_none=True, finite=False)
 
     def gate_input_values(self, terms: PGTerms) -> Tensor:
         adv = terms.token_advantages

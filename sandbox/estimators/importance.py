@@ -62,7 +62,7 @@ class TruncatedIS(Estimator):
     level: str = "token"  # 'token' | 'sequence'
 
     def check(self) -> None:
-        check_range("C", self.C, low=0.0, low_open=True)
+        check_range("C", self.C, low=0.0, low_open=True, finite=False)
         check_choice("level", self.level, LEVELS)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
@@ -88,7 +88,7 @@ class MaskedIS(Estimator):
 
     def check(self) -> None:
         check_range("alpha", self.alpha, low=0.0)
-        check_range("beta", self.beta, low=self.alpha, low_open=True)
+        check_range("beta", self.beta, low=self.alpha, low_open=True, finite=False)
         check_choice("level", self.level, LEVELS)
         if self.geometric and self.level != "sequence":
             raise ValueError("geometric=True requires level='sequence' (the geometric ratio is per sequence)")
@@ -120,8 +120,8 @@ class VTracePG(Estimator):
     gamma: float = 1.0  # discount γ in [0, 1]
 
     def check(self) -> None:
-        check_range("rho_bar", self.rho_bar, low=0.0, low_open=True)
-        check_range("c_bar", self.c_bar, low=0.0, low_open=True)
+        check_range("rho_bar", self.rho_bar, low=0.0, low_open=True, finite=False)
+        check_range("c_bar", self.c_bar, low=0.0, low_open=True, finite=False)
         check_range("gamma", self.gamma, low=0.0, high=1.0)
 
     def targets(self, terms: PGTerms) -> Tensor:
@@ -169,7 +169,7 @@ class M2PO(Estimator):
     tau: float = 0.04  # M2 budget τ > 0
 
     def check(self) -> None:
-        check_range("tau", self.tau, low=0.0, low_open=True)
+        check_range("tau", self.tau, low=0.0, low_open=True, finite=False)
 
     def keep_mask(self, terms: PGTerms) -> Tensor:
         mask = terms.valid

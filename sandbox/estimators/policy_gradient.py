@@ -29,7 +29,7 @@ class AdvantageWeightedRegression(Estimator):
 
     def check(self) -> None:
         check_range("beta", self.beta, low=0.0, low_open=True)
-        check_range("w_max", self.w_max, low=0.0, low_open=True)
+        check_range("w_max", self.w_max, low=0.0, low_open=True, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         raw = torch.exp(terms.token_advantages / self.beta)

@@ -48,7 +48,7 @@ def clipped_surrogate(
 
 def _check_ppo_fields(eps_low: float, eps_high: float, dual_clip: float | None) -> None:
     check_range("eps_low", eps_low, low=0.0, high=1.0)
-    check_range("eps_high", eps_high, low=0.0)
+    check_range("eps_high", eps_high, low=0.0, finite=False)
     check_range("dual_clip", dual_clip, low=1.0, low_open=True, allow_none=True)
 
 
@@ -93,7 +93,7 @@ class DecoupledPPO(Estimator):
 
     def check(self) -> None:
         check_range("eps", self.eps, low=0.0, high=1.0)
-        check_range("k_max", self.k_max, low=0.0, low_open=True)
+        check_range("k_max", self.k_max, low=0.0, low_open=True, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         prox = sg(terms.require_proximal(self.name))
@@ -144,8 +144,8 @@ class CISPO(Estimator):
     eps_high: float = 4.0  # ε_h ≥ 0
 
     def check(self) -> None:
-        check_range("eps_low", self.eps_low, low=0.0)
-        check_range("eps_high", self.eps_high, low=0.0)
+        check_range("eps_low", self.eps_low, low=0.0, finite=False)
+        check_range("eps_high", self.eps_high, low=0.0, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         r = torch.exp(sg(terms.logp) - sg(terms.require_proximal(self.name)))
@@ -192,7 +192,7 @@ class OPSM(Estimator):
     dual_clip: float | None = 3.0
 
     def check(self) -> None:
-        check_range("delta", self.delta, low=0.0)
+        check_range("delta", self.delta, low=0.0, finite=False)
         _check_ppo_fields(self.eps_low, self.eps_high, self.dual_clip)
 
     def keep_mask(self, terms: PGTerms) -> Tensor:

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.seeding import derived_generator
-from sandbox.core.validation import check_range
+from sandbox.core.validation import check_int, check_range
 from sandbox.frictions.base import (
     Friction,
     Sample,
@@ -61,6 +61,7 @@ class Landmine(Friction):
     def __post_init__(self) -> None:
         check_range("p_bug", self.p_bug, low=0.0, high=1.0)
         check_range("override_prob", self.override_prob, low=0.0, high=1.0, low_open=True)
+        check_range("penalty_mean", self.penalty_mean)
         check_range("penalty_std", self.penalty_std, low=0.0)
 
     @property
@@ -133,9 +134,10 @@ class QuantizedSampler(Friction):
     population_dims: int = 1  # leading population axes of the parameters
 
     def __post_init__(self) -> None:
+        check_int("bits", self.bits, low=0, high=16)
         if self.bits != 0:
-            check_range("bits", self.bits, low=2, high=16)
-        check_range("population_dims", self.population_dims, low=0)
+            check_int("bits", self.bits, low=2, high=16)
+        check_int("population_dims", self.population_dims, low=0)
 
     @property
     def active(self) -> bool:

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY, SamplingChain, draw
-from sandbox.core.validation import check_range, check_tensor
+from sandbox.core.validation import check_int, check_range, check_tensor
 
 
 @dataclass(frozen=True)
@@ -96,12 +96,12 @@ class Transformer:
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        check_range("vocab", self.vocab, low=2)
-        check_range("context", self.context, low=1)
-        check_range("width", self.width, low=1)
-        check_range("heads", self.heads, low=1)
-        check_range("layers", self.layers, low=1)
-        check_range("mlp", self.mlp, low=1)
+        check_int("vocab", self.vocab, low=2)
+        check_int("context", self.context, low=1)
+        check_int("width", self.width, low=1)
+        check_int("heads", self.heads, low=1)
+        check_int("layers", self.layers, low=1)
+        check_int("mlp", self.mlp, low=1)
         check_range("init_std", self.init_std, low=0.0, low_open=True)
         if self.width % self.heads:
             raise ValueError(f"width must be divisible by heads, got width={self.width}, heads={self.heads}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.diagnostics import cosine
 from sandbox.envs.bandits import ce_oracle, exact_pg, expected_return, log_softmax
 from sandbox.estimators import make_estimator
@@ -41,11 +41,11 @@ class Bandit(CategoricalTask):
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
-        check_range("N", self.N, low=1)
-        check_range("K", self.K, low=2)
-        check_range("batch_size", self.batch_size, low=1)
-        check_range("samples_per_context", self.samples_per_context, low=1)
-        check_range("population", self.population, low=1)
+        check_int("N", self.N, low=1)
+        check_int("K", self.K, low=2)
+        check_int("batch_size", self.batch_size, low=1)
+        check_int("samples_per_context", self.samples_per_context, low=1)
+        check_int("population", self.population, low=1)
         check_range("init_std", self.init_std, low=0.0)
         check_choice("mode", self.mode, ("sampled", "exact"))
         check_choice("dtype", self.dtype, ("float32", "float64"))
@@ -146,6 +146,7 @@ class GaussianBandit(Bandit):
     sigma: float = 1.0  # its standard deviation, ≥ 0
 
     def __post_init__(self) -> None:
+        check_range("mu", self.mu)
         check_range("sigma", self.sigma, low=0.0)
         if self.K != 2:
             raise ValueError(f"gaussian_bandit has exactly K=2 arms, got K={self.K}")

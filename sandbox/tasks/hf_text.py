@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from sandbox.core.sampling import SamplingChain
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.envs.text import CharTokenizer, encode_batch, make_text_env
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.frictions.precision import k3_kl
@@ -77,13 +77,14 @@ class HFTextTask(Task):
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
+        check_int("population", self.population, low=1)
         if self.population != 1:
             raise ValueError(f"population must be 1 for {type(self).__name__} (one model per run; "
                              f"run seeds as separate configs), got {self.population}")
         for name in ("hidden", "layers", "heads", "prompts_per_step", "samples_per_prompt", "chunk_size",
                      "eval_prompts"):
-            check_range(name, getattr(self, name), low=1)
-        check_range("max_new_tokens", self.max_new_tokens, low=0)
+            check_int(name, getattr(self, name), low=1)
+        check_int("max_new_tokens", self.max_new_tokens, low=0)
         check_range("temperature", self.temperature, low=0.0, low_open=True)
         check_choice("tokenizer", self.tokenizer, ("char", "checkpoint"))
         check_choice("arch", self.arch, ARCHS)

@@ -3,15 +3,16 @@ population MLP policy (shared/spec/environments.md, "Contaminated MNIST")."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from sandbox.advantages import make_advantage
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int
 from sandbox.diagnostics import cosine
-from sandbox.envs.mnist import mnist_data
+from sandbox.envs.mnist import SPLITS, MNISTData, mnist_data
 from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.mlp import MLP
@@ -53,23 +54,37 @@ class MNIST(CategoricalTask):
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
-        check_range("batch_size", self.batch_size, low=1)
-        check_range("samples_per_context", self.samples_per_context, low=1)
-        check_range("population", self.population, low=1)
-        check_range("hidden", self.hidden, low=1)
-        check_range("eval_size", self.eval_size, low=0)
+        check_int("batch_size", self.batch_size, low=1)
+        check_int("samples_per_context", self.samples_per_context, low=1)
+        check_int("population", self.population, low=1)
+        check_int("hidden", self.hidden, low=1)
+        check_int("eval_size", self.eval_size, low=0)
         check_choice("mode", self.mode, MODES)
         check_choice("behavior", self.behavior, BEHAVIOR)
+        check_choice("split", self.split, SPLITS)
+        check_int("train_size", self.train_size, low=1, high=9999)
         self._probes = [make_estimator(name) for name in self.probes]
         self._probe_advantage = make_advantage(self.probe_advantage)
         self.n_actions = 10
         self.policy = MLP(784, self.hidden, 10)
-        self.data = mnist_data(self.split, self.train_size, self.data_dir, self.download)
-        n_eval = self.data.eval_x.shape[0] if self.eval_size == 0 else min(self.eval_size, self.data.eval_x.shape[0])
-        self.eval_x, self.eval_y = self.data.eval_x[:n_eval], self.data.eval_y[:n_eval]
+
+    @functools.cached_property
+    def data(self) -> MNISTData:
+        """The images, read on first use: constructing the task (to validate a config) stays cheap."""
+        return mnist_data(self.split, self.train_size, self.data_dir, self.download)
+
+    @property
+    def eval_x(self) -> Tensor:
+        n = self.data.eval_x.shape[0] if self.eval_size == 0 else min(self.eval_size, self.data.eval_x.shape[0])
+        return self.data.eval_x[:n]
+
+    @property
+    def eval_y(self) -> Tensor:
+        return self.data.eval_y[: self.eval_x.shape[0]]
 
     # ------------------------------------------------------------------ environment
     def init_params(self, generator):
+        _ = self.data  # read the images (or report them missing) before the first step, not during it
         return self.policy.init(self.population, generator)
 
     def sample_contexts(self, n, generator):

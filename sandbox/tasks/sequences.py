@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.envs.sequences import SEQUENCE_ENVS, TASK_NAMES, WRONG_ANSWERS, SequenceEnv
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.policies.transformer import Transformer
@@ -49,7 +49,7 @@ class SequenceTask(Task):
     rows that hold a kept token with a nonzero advantage (needs an estimator that screens rows).
     """
 
-    problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others are ignored)
+    problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others' are validated, unused)
     H: int = 10  # reverse_copy: prompt = answer length; bit_parity: prompt length
     V: int = 0  # vocabulary; 0 = the problem's default (2, 2, 10, 5)
     n_pairs: int = 5  # key_value: pairs in the prompt (prompt length 2n + 1)
@@ -83,11 +83,11 @@ class SequenceTask(Task):
 
     def __post_init__(self) -> None:
         check_choice("problem", self.problem, TASK_NAMES)
-        check_range("V", self.V, low=0)
+        check_int("V", self.V, low=0)
         check_choice("wrong_answer", self.wrong_answer, WRONG_ANSWERS)
         for name in ("prompts_per_step", "samples_per_prompt", "population", "eval_prompts", "eval_samples"):
-            check_range(name, getattr(self, name), low=1)
-        check_range("n_prompts", self.n_prompts, low=0)
+            check_int(name, getattr(self, name), low=1)
+        check_int("n_prompts", self.n_prompts, low=0)
         check_range("p_easy", self.p_easy, low=0.0, high=1.0)
         check_range("temperature", self.temperature, low=0.0, low_open=True)
         check_range("eps_mix", self.eps_mix, low=0.0, high=1.0)
@@ -97,8 +97,12 @@ class SequenceTask(Task):
         env_cls = SEQUENCE_ENVS.get(self.problem)
         self.vocab = self.V or env_cls.default_vocab
         check_range("V", self.vocab, low=2)
-        knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(env_cls) if f.name != "vocab"}
-        self.env: SequenceEnv = env_cls(vocab=self.vocab, **knobs)
+        knobs = lambda cls: {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if f.name != "vocab"}  # noqa: E731
+        for name in TASK_NAMES:  # every problem's knobs are valid, even those of the other problems
+            if name != self.problem:
+                other = SEQUENCE_ENVS.get(name)
+                other(vocab=other.default_vocab, **knobs(other))
+        self.env: SequenceEnv = env_cls(vocab=self.vocab, **knobs(env_cls))
         self.n_actions = self.vocab
         self.prompt_len, self.answer_len = self.env.prompt_len, self.env.answer_len
         self.reward_range = self.env.reward_range

@@ -14,7 +14,7 @@ from sandbox.frictions import FRICTIONS, FrictionContext, FrictionStack, Sample,
 from sandbox.frictions.actor_bugs import fake_quantize
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.loop import train
+from sandbox.runtime.loop import metrics_only, train
 from sandbox.tasks.bandits import Bandit
 
 BANDIT = {"N": 4, "K": 5, "batch_size": 4, "samples_per_context": 5, "population": 2, "init_std": 1.0}
@@ -27,7 +27,7 @@ ZERO = {"landmine": {"p_bug": 0.0}, "logit_noise": {"sigma": 0.0}, "quantized": 
 def _run(frictions=(), **kw):
     cfg = RunConfig(task="bandit", task_kwargs=BANDIT, estimator="is_pg", advantage="group_mean", lr=0.05,
                     steps=15, log_points=6, frictions=tuple(frictions), **kw)
-    return train(cfg).drop(columns=["wall_time", "run_id"])
+    return metrics_only(train(cfg))
 
 
 def test_every_registered_friction_has_a_zero_strength():

@@ -8,7 +8,6 @@ import signal
 
 import pytest
 
-
 ray = pytest.importorskip("ray")
 
 from sandbox.runtime.config import RunConfig  # noqa: E402

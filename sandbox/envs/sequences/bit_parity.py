@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from sandbox.core.validation import check_range
+from sandbox.core.validation import check_int
 from sandbox.envs.sequences.base import SEQUENCE_ENVS, SequenceEnv
 
 
@@ -21,7 +21,7 @@ class BitParity(SequenceEnv):
     H: int = 10  # prompt length
 
     def __post_init__(self) -> None:
-        check_range("H", self.H, low=1)
+        check_int("H", self.H, low=1)
         if self.vocab != 2:
             raise ValueError(f"bit_parity has a binary vocabulary: V must be 2 (or 0), got {self.vocab}")
 

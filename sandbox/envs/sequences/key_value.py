@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_range
+from sandbox.core.validation import check_int
 from sandbox.envs.sequences.base import SEQUENCE_ENVS, SequenceEnv
 
 
@@ -30,7 +30,7 @@ class KeyValue(SequenceEnv):
     uniform_prompts = False
 
     def __post_init__(self) -> None:
-        check_range("n_pairs", self.n_pairs, low=1)
+        check_int("n_pairs", self.n_pairs, low=1)
 
     @property
     def prompt_len(self) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.envs.sequences.base import SEQUENCE_ENVS, SequenceEnv
 
 MATCHES = ("to_first_error", "per_position")
@@ -46,9 +46,9 @@ class ReverseCopy(SequenceEnv):
     signed_reward = False
 
     def __post_init__(self) -> None:
-        check_range("H", self.H, low=1)
+        check_int("H", self.H, low=1)
         check_choice("order", self.order, ("reverse", "forward"))
-        check_range("shift", self.shift, low=0)
+        check_int("shift", self.shift, low=0)
         check_choice("match", self.match, MATCHES)
         check_range("kappa", self.kappa, low=0.0, high=1.0)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_range
+from sandbox.core.validation import check_int
 from sandbox.envs.sequences.base import SEQUENCE_ENVS, SequenceEnv, signed
 
 
@@ -33,8 +33,8 @@ class SubsequenceMatch(SequenceEnv):
     uniform_prompts = False  # the exact evaluation enumerates V^(P+A): far too many
 
     def __post_init__(self) -> None:
-        check_range("sub_prompt", self.sub_prompt, low=1)
-        check_range("sub_answer", self.sub_answer, low=self.sub_prompt)
+        check_int("sub_prompt", self.sub_prompt, low=1)
+        check_int("sub_answer", self.sub_answer, low=self.sub_prompt)
 
     @property
     def prompt_len(self) -> int:
