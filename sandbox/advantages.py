@@ -71,6 +71,8 @@ class Advantage:
     #: the baseline of a row depends only on its own context (not on the other samples drawn), so an
     #: exact expected update can enumerate actions one by one
     per_context: ClassVar[bool] = False
+    #: the baseline of a row is taken from the other samples of its group (0 for a group of one)
+    baseline_from_group: ClassVar[bool] = False
 
     def __call__(
         self,
@@ -93,6 +95,8 @@ class Advantage:
 class GroupMean(Advantage):
     """A = R − mean of R over the sequence's group (the default everywhere)."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
         return rewards - sums / counts
@@ -102,6 +106,8 @@ class GroupMean(Advantage):
 @dataclass(frozen=True)
 class GRPO(Advantage):
     """A = (R − group mean) / (group std + eps), std unbiased (n − 1) (Shao et al. 2024)."""
+
+    baseline_from_group = True
 
     eps: float = 1e-6  # added to the std, > 0
 
@@ -121,6 +127,8 @@ class GRPO(Advantage):
 class RLOO(Advantage):
     """Leave-one-out: A_i = R_i − mean_{j≠i, same group} R_j (Ahmadian et al. 2024)."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
         loo = (sums - rewards) / (counts - 1).clamp(min=1)
@@ -131,6 +139,8 @@ class RLOO(Advantage):
 @dataclass(frozen=True)
 class DrGRPO(Advantage):
     """Dr. GRPO: A = R − group mean, no std scaling; pair with aggregation='seq-mean-token-sum-norm'."""
+
+    baseline_from_group = True
 
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
@@ -177,6 +187,8 @@ class MinVariance(Advantage):
     """VCPO's minimum-variance baseline: per group b* = Σ W_i R_i / Σ W_i with
     W_i = ρ_i²·‖∇log π(τ_i)‖² (``weights='grad_norm'``) or W_i = ρ_i² (``weights='rho2'``)."""
 
+    baseline_from_group = True
+
     weights: str = "grad_norm"  # 'grad_norm' | 'rho2'
 
     @property
@@ -212,6 +224,8 @@ class MaxRL(Advantage):
     over the successes, an unbiased estimate of ∇log p(success) (the maximum-likelihood gradient);
     rewards must be ≥ 0 (r̄ estimates a success probability)."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         if bool((rewards < 0).any()):
             raise ValueError("rewards must be >= 0 for maxrl (the group mean estimates a success probability)")
@@ -227,6 +241,10 @@ class ReinforcePP(Advantage):
     whitened over the whole batch (per population member, std unbiased); b = 0, or the group mean
     with ``group_baseline=True`` (REINFORCE++-baseline: the batch mean of R − b is then 0). The
     paper's per-token KL to a reference policy, folded into the reward, is not modelled here."""
+
+    @property
+    def baseline_from_group(self) -> bool:
+        return self.group_baseline
 
     group_baseline: bool = False  # subtract the group mean before whitening
     eps: float = 1e-6  # added to the batch std, > 0

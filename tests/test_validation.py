@@ -110,15 +110,16 @@ def test_values_that_used_to_run_as_diverged_fail_before_training(changes, messa
 
 def test_run_ids_are_unchanged_and_numpy_values_hash_like_python_ones():
     """Ids computed on main before validation existed: validating must not rename any result."""
-    assert RunConfig().run_id == "5c1c84f842935ff3"
+    assert RunConfig(lr=1e-3).run_id == "5c1c84f842935ff3"  # the old defaults, now the bandit's are lr 0.1
+    assert RunConfig().lr == 0.1 and RunConfig().advantage == "group_mean" and RunConfig().optimizer == "adam"
     assert RunConfig(seed=3, steps=7, lr=0.5, label="x").run_id == "4f032c35ca8f27d1"
-    cfg = RunConfig(task="sequences", task_kwargs={"H": 3, "width": 32}, estimator="dg", estimator_kwargs={"eta": 0.5},
+    cfg = RunConfig(task="sequences", task_kwargs={"H": 3, "width": 32}, lr=1e-3, estimator="dg", estimator_kwargs={"eta": 0.5},
                     controllers=(("gac", {"c_proj": 0.2}),), frictions=[("logit_noise", {"sigma": 1.0})],
                     staleness={"kind": "fixed", "D": 2})
     assert cfg.run_id == "2c617e6f48cd679a"
-    assert RunConfig.from_dict({"controllers": [["clip_grad_norm", {"max_norm": 2.0}]], "estimator": "cispo"}).run_id \
+    assert RunConfig.from_dict({"controllers": [["clip_grad_norm", {"max_norm": 2.0}]], "estimator": "cispo", "lr": 1e-3}).run_id \
         == "bf87c57fb5378bc1"
-    numpy_cfg = RunConfig(task="sequences", task_kwargs={"H": np.int64(3), "width": np.int32(32)}, estimator="dg",
+    numpy_cfg = RunConfig(task="sequences", task_kwargs={"H": np.int64(3), "width": np.int32(32)}, lr=1e-3, estimator="dg",
                           estimator_kwargs={"eta": np.float64(0.5)}, controllers=(("gac", {"c_proj": np.float64(0.2)}),),
                           frictions=[("logit_noise", {"sigma": np.float32(1.0)})],
                           staleness={"kind": "fixed", "D": np.int64(2)})

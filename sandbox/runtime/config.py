@@ -61,9 +61,11 @@ class RunConfig:
         task: registered task name ('bandit', 'gaussian_bandit', 'mnist', 'sequences', …).
         task_kwargs: the task's fields (sizes, population, mode …).
         estimator, estimator_kwargs: registered estimator and its hyperparameters.
-        advantage, advantage_kwargs: registered baseline.
+        advantage, advantage_kwargs: registered baseline (None: the task's ``default_advantage``).
         controllers: ((name, kwargs), …) applied in order between backward and optimiser.
-        optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size.
+        optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size (None: the task's
+            ``default_optimizer`` / ``default_lr``, settings that learn; resolved at construction,
+            so the stored config and its hash hold the values used).
         staleness: DelaySchedule fields ({} = synchronous).
         frictions: ((name, kwargs), …) actor and reward frictions.
         proximal: π_prox = μ ('behavior'), the learner's own log-probs at the start of the update
@@ -78,11 +80,11 @@ class RunConfig:
     task_kwargs: dict = field(default_factory=dict)
     estimator: str = "reinforce"
     estimator_kwargs: dict = field(default_factory=dict)
-    advantage: str = "group_mean"
+    advantage: str | None = None
     advantage_kwargs: dict = field(default_factory=dict)
     controllers: tuple = ()
-    optimizer: str = "adam"
-    lr: float = 1e-3
+    optimizer: str | None = None
+    lr: float | None = None
     staleness: dict = field(default_factory=dict)
     frictions: tuple = ()
     proximal: str = "auto"
@@ -98,6 +100,7 @@ class RunConfig:
         ``ValueError`` line naming the field, not steps into a run (or never: ``steps=1.5``)."""
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
+        self._resolve_task_defaults()
         check_int("steps", self.steps, low=0)
         check_int("log_points", self.log_points, low=1)
         check_int("seed", self.seed, low=0)
@@ -121,6 +124,18 @@ class RunConfig:
                     raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {short_repr(e)}")
             object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
         self._build_components()
+
+    def _resolve_task_defaults(self) -> None:
+        """advantage / optimizer / lr left as None take the task's declared defaults."""
+        from sandbox.tasks import TASKS, load_tasks
+
+        if isinstance(self.task, str) and self.task not in TASKS:
+            load_tasks()
+        missing = [name for name in ("advantage", "optimizer", "lr") if getattr(self, name) is None]
+        if missing:
+            task = _build("task", TASKS.get, self.task)
+            for name in missing:
+                object.__setattr__(self, name, getattr(task, f"default_{name}"))
 
     def _build_components(self) -> None:
         from sandbox.advantages import ADVANTAGES

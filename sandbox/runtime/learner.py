@@ -23,6 +23,11 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
     if task.enumerates and not advantage.per_context:
         raise ValueError(f"mode='exact' needs a per-context baseline ('constant' or 'confidence': it "
                          f"enumerates actions one by one), got advantage {advantage.name!r}")
+    if advantage.baseline_from_group and _groups_of_one(rollout.group):
+        raise ValueError(f"advantage {advantage.name!r} takes each row's baseline from the other samples of its "
+                         f"group, but every group of this batch holds one sample, so A = 0 and nothing is learnt; "
+                         f"use this task's default {type(task).default_advantage!r} (or 'confidence', 'constant'), "
+                         "or draw several samples per context")
     rollout = task.learner_rollout(rollout)
     scored = task.score(params, rollout, grad=grad)
     logp = scored.logp
@@ -41,3 +46,9 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
         target_logp=scored.target_logp,
         generator=generator,
     )
+
+
+def _groups_of_one(group: Tensor) -> bool:
+    """Whether no group id of the (first member's) batch occurs twice."""
+    ids = group.reshape(-1, group.shape[-1])[0]
+    return bool(torch.unique(ids).numel() == ids.numel())

@@ -29,6 +29,8 @@ class Bandit(CategoricalTask):
     context, every action, weighted by μ); baselines must then be ``constant`` or ``confidence``.
     """
 
+    default_lr = 0.1  # Adam on tabular logits: a K = 10 bandit is solved in ~100 steps
+
     N: int = 1  # contexts
     K: int = 10  # arms
     batch_size: int = 100  # contexts drawn per step (rows = batch_size · samples_per_context)

@@ -96,8 +96,10 @@ class Task(ABC):
     #: the actor samples at this temperature and ε (fields of tasks that expose them)
     temperature: float = 1.0
     eps_mix: float = 0.0
-    #: default learner settings that work for this task (``RunConfig`` uses them unless told otherwise)
+    #: learner settings that learn on this task (``RunConfig`` uses them unless told otherwise)
     default_advantage: ClassVar[str] = "group_mean"
+    default_optimizer: ClassVar[str] = "adam"
+    default_lr: ClassVar[float] = 1e-3
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions

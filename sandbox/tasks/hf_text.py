@@ -55,6 +55,8 @@ class HFTextTask(Task):
     ``reward`` (mean), ``accuracy`` (completion = answer) and ``error`` = (R_max − reward)/(R_max − R_min).
     """
 
+    default_lr = 3e-3
+
     env: str = "arithmetic"
     env_kwargs: dict = field(default_factory=dict)
     path: str | None = None  # local checkpoint directory; None = tiny random config

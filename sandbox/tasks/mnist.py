@@ -38,6 +38,8 @@ class MNIST(CategoricalTask):
     compared with the PG and CE oracles at every logged step (with ``probe_advantage``).
     """
 
+    default_advantage = "confidence"  # one sample per image by default: a group baseline would be 0
+
     batch_size: int = 100  # images per step (B)
     samples_per_context: int = 1  # samples per image
     population: int = 1  # seeds S, one batched model

@@ -49,6 +49,8 @@ class SequenceTask(Task):
     rows that hold a kept token with a nonzero advantage (needs an estimator that screens rows).
     """
 
+    default_lr = 3e-4  # the reference launcher's Adam step (google-deepmind/egg)
+
     problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others' are validated, unused)
     H: int = 10  # reverse_copy: prompt = answer length; bit_parity: prompt length
     V: int = 0  # vocabulary; 0 = the problem's default (2, 2, 10, 5)

@@ -52,7 +52,7 @@ RUN_CONFIG = [
     ({"seed": None}, "seed"),
     ({"log_points": 0}, "log_points"), ({"log_points": 2.5}, "log_points"), ({"log_points": True}, "log_points"),
     ({"lr": 0}, "lr"), ({"lr": -1e-3}, "lr"), ({"lr": INF}, "lr"), ({"lr": -INF}, "lr"), ({"lr": NAN}, "lr"),
-    ({"lr": "fast"}, "lr"), ({"lr": None}, "lr"), ({"lr": True}, "lr"), ({"lr": np.float64(NAN)}, "lr"),
+    ({"lr": "fast"}, "lr"), ({"lr": True}, "lr"), ({"lr": np.float64(NAN)}, "lr"),
     ({"optimizer": "adamw"}, "optimizer"), ({"optimizer": 3}, "optimizer"),
     ({"proximal": "both"}, "proximal"), ({"history": "ring"}, "history"),
     ({"label": 3}, "label"), ({"label": None}, "label"),
