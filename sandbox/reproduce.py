@@ -79,15 +79,14 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
               figures_dir: str | os.PathLike = "paper_figures", notebooks_dir: str | os.PathLike | None = None,
               workers: int | None = None, backend: str = "local", progress: bool = True) -> list[FigureOutcome]:
     """Run the selected figures end to end; never stops at the first failure."""
-    FIDELITIES, select = figures().FIDELITIES, figures().select
-
-    if fidelity not in FIDELITIES:
-        raise ValueError(f"fidelity must be one of {list(FIDELITIES)}, got {fidelity!r}")
-    figures = select(names)
+    registry = figures()
+    if fidelity not in registry.FIDELITIES:
+        raise ValueError(f"fidelity must be one of {list(registry.FIDELITIES)}, got {fidelity!r}")
+    chosen = registry.select(names)
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     store = ResultsStore(results_dir)
     outcomes = []
-    for figure in figures:
+    for figure in chosen:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
         claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}.json"
