@@ -143,6 +143,11 @@ class ClaimBook:
         return self._compare(name, statement, a, b, paired, statistic, margin, kind, worse, sign=+1)
 
     def _compare(self, name, statement, a, b, paired, statistic, margin, kind, worse, sign) -> Claim:
+        iv, passed, detail, count = self._difference(a, b, paired, statistic, margin, worse, sign)
+        return self.holds(name, statement, iv, passed, detail, kind, iv.n, count)
+
+    def _difference(self, a, b, paired, statistic, margin, worse, sign) -> tuple[Interval, bool, str, int]:
+        """The interval of a − b with diverged seeds scored, and whether it clears ∓margin."""
         a, b = _seeds("a", a), _seeds("b", b)
         check_range("margin", float(margin), low=0.0)
         if paired and a.shape != b.shape:
@@ -152,11 +157,27 @@ class ClaimBook:
         detail = (f"{'paired ' if paired else ''}{statistic} difference a − b over {a.size} seeds, "
                   f"CI {'below' if sign < 0 else 'above'} {(-margin if sign < 0 else margin) or 0.0:g}")
         if np.isnan(a).all() or np.isnan(b).all():  # every seed diverged: nothing is shown
-            return self.holds(name, statement, Interval(math.nan, math.nan, math.nan), False,
-                              detail + note + "; every seed diverged", kind, a.size, count)
+            return Interval(math.nan, math.nan, math.nan, n=a.size), False, detail + note + "; every seed diverged", count
         iv = difference_interval(a, b, paired, statistic, self.confidence)
         passed = iv.high < -margin if sign < 0 else iv.low > margin
-        return self.holds(name, statement, iv, passed, f"{detail} ({iv.method}){note}", kind, a.size, count)
+        return dataclasses.replace(iv, n=a.size), bool(passed), f"{detail} ({iv.method}){note}", count
+
+    def less_throughout(self, name: str, statement: str, a, b, columns, paired: bool = True,
+                        statistic: str = "mean", kind: str = "evidence", worse: str | None = None) -> Claim:
+        """statistic(a) < statistic(b) at *every* column of ``a, b [seeds, len(columns)]`` (e.g. every
+        logged step of a window): each column is a ``less`` claim; all must pass. The interval shown
+        is the worst column's (the highest upper bound); swap a and b for "greater throughout"."""
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        columns = list(columns)
+        if a.ndim != 2 or a.shape != b.shape or a.shape[1] != len(columns) or not columns:
+            raise ValueError(f"a and b must be [seeds, {len(columns)}] arrays (one column per entry of columns), "
+                             f"got {a.shape} and {b.shape}")
+        results = [self._difference(a[:, j], b[:, j], paired, statistic, 0.0, worse, -1) for j in range(len(columns))]
+        worst = max(range(len(columns)), key=lambda j: (not results[j][1], np.nan_to_num(results[j][0].high, nan=np.inf)))
+        iv, _, detail, _ = results[worst]
+        count = sum(r[3] for r in results)
+        detail = f"{sum(r[1] for r in results)} of {len(columns)} columns pass; worst at {columns[worst]}: {detail}"
+        return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count)
 
     def below(self, name: str, statement: str, values, threshold: float, statistic: str = "mean",
               kind: str = "evidence", worse: str | None = None) -> Claim:
