@@ -49,6 +49,8 @@ class Claim:
 
     @property
     def interval(self) -> str:
+        if self.estimate == self.low == self.high:  # exact: a point, no interval
+            return f"{self.estimate:.4g}"
         return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}]"
 
     @property

@@ -73,7 +73,8 @@ def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: s
     out.mkdir(parents=True, exist_ok=True)
     footer = ", ".join(part for part in (note, bands or bands_note(fig)) if part)
     if footer:
-        fig.text(0.995, 0.005, footer, ha="right", va="bottom", fontsize=6, color="0.4")
+        # just below the figure (bbox_inches="tight" takes it in), clear of the axes' labels
+        fig.text(0.995, -0.01, footer, ha="right", va="top", fontsize=6, color="0.4")
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p, bbox_inches="tight")

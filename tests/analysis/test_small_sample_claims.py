@@ -144,3 +144,30 @@ def test_sanity_checks_are_listed_apart_and_the_table_fits(tmp_path):
            for c in json.loads((tmp_path / "c.json").read_text())]
     (tmp_path / "old.json").write_text(json.dumps(old))
     assert [c.kind for c in load_claims(tmp_path / "old.json")] == ["evidence", "evidence"]
+
+
+def test_less_throughout_needs_every_column():
+    rng = np.random.default_rng(2)
+    a = rng.normal(0, 0.1, (6, 3)) + np.array([0.0, 0.0, 1.0])  # the last column is not below b
+    b = rng.normal(0.5, 0.1, (6, 3))
+    book = ClaimBook("window")
+    claim = book.less_throughout("ordered", "a < b at every step", a, b, [10, 20, 30])
+    assert not claim.passed and "2 of 3 columns pass; worst at 30" in claim.detail and claim.high > 0
+    assert book.less_throughout("ordered-early", "a < b at steps 10, 20", a[:, :2], b[:, :2], [10, 20]).passed
+    with pytest.raises(ValueError, match="one column per entry"):
+        book.less_throughout("bad", "s", a, b, [10, 20])
+
+
+def test_the_footer_says_what_the_bands_are(tmp_path):
+    from sandbox.analysis.plotting import band, bands_note, plt, save_figure
+
+    fig, (left, right) = plt.subplots(1, 2)
+    assert bands_note(fig) is None
+    band(left, np.arange(4), np.ones((5, 4)) + np.arange(5)[:, None], "pg")
+    band(right, np.arange(4), np.ones((8, 4)), "dg")
+    assert bands_note(fig) == "bands: 95% t-intervals of the mean over 5–8 seeds"
+    save_figure(fig, "f", outdir=tmp_path, note="fidelity=quick")
+    assert [t.get_text() for t in fig.texts] == ["fidelity=quick, bands: 95% t-intervals of the mean over 5–8 seeds"]
+    with pytest.raises(ValueError, match="statistic must be one of"):
+        band(left, np.arange(4), np.ones((5, 4)), "pg", statistic="mode")
+    plt.close(fig)
