@@ -8,7 +8,7 @@ Two kinds: ``"evidence"`` (a claim about learning, which could have come out oth
 ``"sanity"`` (an identity, true by construction: on-policy ESS = 1, a gate's symmetry, a controller
 lowering the very quantity it acts on). Sanity checks are shown as CHECK and listed apart.
 
-Diverged seeds (a NaN metric) count, as the worst value of their metric: with ``worse="high"`` (an
+Diverged seeds (a NaN or infinite metric) count, as the worst value of their metric: with ``worse="high"`` (an
 error, a loss) a NaN becomes the highest value among the claim's finite values (and its threshold),
 with ``worse="low"`` (a reward) the lowest; without ``worse`` it counts *against the claim* (in
 ``less(a, b)``: the highest in a, the lowest in b). The claim's detail and the table say how many.
@@ -63,12 +63,11 @@ class Claim:
 
 
 def _seeds(name: str, values) -> np.ndarray:
+    """Per-seed values as floats; ±inf (e.g. a threshold never reached) becomes NaN: diverged."""
     x = np.asarray(values, dtype=float)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array of per-seed values, got shape {x.shape}")
-    if np.isinf(x).any():
-        raise ValueError(f"{name} contains ±inf; a diverged seed is NaN")
-    return x
+    return np.where(np.isinf(x), np.nan, x)
 
 
 def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | None,

@@ -119,6 +119,8 @@ def test_diverged_seeds_count_as_the_worst_value():
     assert not book.below("below", "error < 0.5", [0.1, 0.1, 0.1, np.nan], 0.5, worse="high").passed
     assert not book.close("close", "ESS = 1", [1.0, np.nan], 1.0, tol=1e-9).passed
     assert not book.less("all", "a < b", [np.nan] * 3, [np.nan] * 3).passed
+    never = book.less("never-reached", "a needs fewer steps", [10.0, np.inf, 12.0], [20.0, 21.0, 19.0], worse="high")
+    assert never.diverged == 1 and not never.passed  # inf (never reached) is scored like a diverged seed
     assert "(2 div)" in format_claims([claim])
     filled, count = score_diverged([np.array([np.nan, 0.0]), np.array([3.0, np.nan])], ["high", "low"], None, (5.0,))
     assert count == 2 and filled[0].tolist() == [5.0, 0.0] and filled[1].tolist() == [3.0, 0.0]
