@@ -131,7 +131,8 @@ def bootstrap_ci(x, statistic: str | Callable = "mean", confidence: float = 0.95
     return Interval(estimate, float(low), float(high), c, int(data.size), f"bootstrap ({method})")
 
 
-def interval(x, statistic: str | Callable = "mean", confidence: float = 0.95, seed: int = 0) -> Interval:
+def interval(x, statistic: str | Callable = "mean", confidence: float = 0.95, seed: int = 0,
+             n_resamples: int = 2000) -> Interval:
     """The interval for ``statistic`` over seeds: t for the mean (any n ≥ 2), BCa bootstrap for any
     other statistic over at least ``BOOTSTRAP_MIN_N`` values. ``x`` must be free of NaN."""
     data = np.asarray(x, dtype=float).ravel()
@@ -144,7 +145,7 @@ def interval(x, statistic: str | Callable = "mean", confidence: float = 0.95, se
     if data.size < BOOTSTRAP_MIN_N:
         raise ValueError(f"statistic {statistic!r} needs at least {BOOTSTRAP_MIN_N} values for a bootstrap interval, "
                          f"got {data.size}; use statistic='mean' (t-interval) at this seed count")
-    return bootstrap_ci(data, statistic, confidence, seed=seed)
+    return bootstrap_ci(data, statistic, confidence, n_resamples, seed)
 
 
 def paired_difference_ci(a, b, statistic: str | Callable = "mean", confidence: float = 0.95,
@@ -154,7 +155,7 @@ def paired_difference_ci(a, b, statistic: str | Callable = "mean", confidence: f
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape:
         raise ValueError(f"paired samples must have the same length, got {a.size} and {b.size}")
-    return interval(a - b, statistic, confidence, seed)
+    return interval(a - b, statistic, confidence, seed, n_resamples)
 
 
 def difference_interval(a, b, paired: bool = True, statistic: str | Callable = "mean",
