@@ -76,6 +76,8 @@ def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | N
     ``samples`` and ``extra`` (a threshold); ``worse`` None scores sample i by ``against[i]`` (the
     direction that counts against the claim). Returns the filled samples and the number replaced."""
     check_choice("worse", worse, WORSE)
+    if len(against) != len(samples) or not set(against) <= {"high", "low"}:
+        raise ValueError(f"against must give 'high' or 'low' for each of the {len(samples)} samples, got {against}")
     pool = np.concatenate([s[~np.isnan(s)] for s in samples] + [np.asarray(extra, dtype=float)])
     count = int(sum(np.isnan(s).sum() for s in samples))
     if count == 0 or pool.size == 0:

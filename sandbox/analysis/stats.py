@@ -108,6 +108,7 @@ def bootstrap_ci(x, statistic: str | Callable = "mean", confidence: float = 0.95
 
     For aggregates over many values; at a few seeds it under-covers — use ``interval`` instead."""
     c = _confidence(confidence)
+    check_range("n_resamples", n_resamples, low=1)
     data = np.asarray(x, dtype=float).ravel()
     data = data[~np.isnan(data)]
     if data.size == 0:
