@@ -16,9 +16,8 @@
 #
 # N = 100 contexts × K = 10 arms, logits ~ N(0, 1), baseline b = 0, the *exact* expected update of
 # each estimator (every action enumerated), normalised step α = 0.1 (the papers' step size, as in
-# Prop. 1). With b = 0 only the correct
-# arm carries advantage, so context n's update is weighted by p for PG, by 1 for the CE oracle and
-# by p/(1 + p^{1/η}) for DG — between the two. The weight formula is checked against the library's
+# Prop. 1). With b = 0 only the correct arm carries advantage, so context n's update is weighted
+# by p for PG, by 1 for the CE oracle and by p/(1 + p^{1/η}) for DG — between the two. The weight formula is checked against the library's
 # DG to machine precision; the alignment with the CE oracle is compared at the *same parameters*
 # at every logged step of every trajectory.
 
