@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
-from sandbox.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_range
 
 KINDS = ("evidence", "sanity")
 WORSE = (None, "high", "low")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from sandbox.validation import check_range
+from sandbox.core.validation import check_range
 
 #: fewest values a bootstrap interval is computed from; below it only means get an interval (t)
 BOOTSTRAP_MIN_N = 20
