@@ -257,8 +257,9 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     if not poll_seconds > 0:
         raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
     jobs = unique_jobs(jobs)
-    plugins = list(plugins) if plugins is not None else plugins_from_env()
+    plugins = plugins_from_env() if plugins is None else plugins
     import_plugins(plugins)
+    plugins = list(plugins)
     for tmp in store.clean_temp():
         log.info("removed %s, left by a killed writer", tmp.name)
     report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})
