@@ -30,6 +30,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,14 +130,19 @@ class AsyncStats:
 
 
 class _Learner(ActorLearner):
-    """The learner, whose checkpoints also keep the runtime's counters (they survive a resume)."""
+    """The learner, whose checkpoints also keep the runtime's counters as of the checkpointed step
+    (rollouts already received for later steps are sampled again after a resume: not counted)."""
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
         self.stats = AsyncStats()
+        self.received_ahead: Callable[[], int] = lambda: 0
 
     def state_dict(self) -> dict:
-        return {**super().state_dict(), "async_stats": dataclasses.asdict(self.stats)}
+        stats = dataclasses.asdict(self.stats)
+        stats["rollouts_received"] -= self.received_ahead()
+        stats["versions"] = {s: v for s, v in stats["versions"].items() if s < self.next_step}
+        return {**super().state_dict(), "async_stats": stats}
 
 
 def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
@@ -179,6 +185,7 @@ class AsyncRunner:
                 history.push(self.learner.next_step, self.learner.params)
             self.learner.history = history
         self.stats = self.learner.stats
+        self.learner.received_ahead = lambda: len(self._done)
         self._published: dict[int, object] = {}  # version → ObjectRef of its weights
         self._done: dict[int, Rollout] = {}
         self._next_step = self.learner.next_step  # first step not yet assigned to a worker
