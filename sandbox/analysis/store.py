@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import os
-import socket
 import time
 import uuid
 from collections.abc import Iterable
@@ -26,10 +25,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sandbox.runtime.processes import HOST, process_alive, start_time
+
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
 STATES = ("missing", "corrupt", "stale", "ok")
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
-HOST = socket.gethostname().replace("~", "-")
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,34 +52,6 @@ def _digest(table: pa.Table) -> str:
     digest.update(str([(f.name, str(f.type)) for f in table.schema]).encode())
     digest.update(pd.util.hash_pandas_object(table.to_pandas(), index=False).to_numpy().tobytes())
     return digest.hexdigest()
-
-
-def _start_time(pid: int) -> str | None:
-    """A process's start time (clock ticks after boot) on Linux, None where /proc is absent or the
-    process is a zombie; with the pid it identifies a process even after its pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in "ZX" else fields[19]
-
-
-def process_alive(host: str, pid: int, start: str | None = None) -> bool:
-    """Whether the process (host, pid[, start time]) is still running; another host's processes
-    cannot be checked and count as alive."""
-    if host != HOST:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if not Path("/proc").is_dir():
-        return True
-    now = _start_time(pid)
-    return now is not None and (start is None or now == start)
 
 
 class ResultsStore:
@@ -198,7 +170,7 @@ class ResultsStore:
         """Take the job's lock for this process: True if taken (created, or a dead owner's stale
         lock taken over), False while another live process holds it."""
         lock = self.lock_path(job_id)
-        me = json.dumps({"host": HOST, "pid": os.getpid(), "start": _start_time(os.getpid())})
+        me = json.dumps({"host": HOST, "pid": os.getpid(), "start": start_time(os.getpid())})
         for _ in range(3):  # a lost race over a stale lock is retried
             try:
                 with open(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w") as f:

@@ -9,8 +9,6 @@ watchdog thread polling ``os.getppid()`` elsewhere), so a killed driver leaves n
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import importlib
 import importlib.util
 import multiprocessing as mp
@@ -23,6 +21,8 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as wait_any
 from pathlib import Path
 from typing import Any
+
+from sandbox.runtime.processes import die_with_parent
 
 PLUGINS_ENV = "SANDBOX_PLUGINS"  # os.pathsep-separated modules or .py files, imported by every worker
 
@@ -60,24 +60,6 @@ def import_plugins(specs: Sequence[str]) -> None:
             importlib.import_module(spec)
         except ModuleNotFoundError as err:
             raise ValueError(f"plugin module {spec!r} cannot be imported: {err}") from err
-
-
-def die_with_parent(parent: int) -> None:
-    """End this process as soon as ``parent`` (the pid that started it) is gone."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        armed = libc.prctl(1, int(signal.SIGKILL)) == 0  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        armed = False
-    if not armed:
-        def watchdog() -> None:
-            while os.getppid() == parent:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watchdog, daemon=True, name="parent-watchdog").start()
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
 
 
 def _worker_main(conn, parent: int, fn: Callable, plugins: Sequence[str]) -> None:

@@ -22,13 +22,9 @@ The learner checkpoints (``checkpoint_every``) and ``resume=True`` continues fro
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import functools
 import logging
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +38,7 @@ from sandbox.rollout import Rollout
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner
+from sandbox.runtime.processes import start_ray, stop_ray
 from sandbox.runtime.seeding import derived_generator
 from sandbox.runtime.task import make_task
 from sandbox.validation import check_choice, check_range
@@ -333,46 +330,6 @@ def train_async(config: RunConfig, async_config: AsyncConfig | None = None, prog
     frame.insert(0, "run_id", config.run_id)
     frame.insert(1, "label", config.label or config.estimator)
     return frame
-
-
-_exit_hooks: list[bool] = []
-
-
-def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
-    """Join Ray at ``address`` or start a local one with ``num_cpus``; True when this call started
-    it. Ray started here is shut down on every exit path a process can catch: callers' ``finally``
-    (``stop_ray``), normal exit (atexit) and SIGTERM/SIGHUP (a handler that shuts Ray down, then
-    lets the signal do what it did before)."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
-    if not _exit_hooks:
-        _exit_hooks.append(True)
-        atexit.register(stop_ray)
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                previous = signal.getsignal(sig)
-                if previous is not signal.SIG_IGN:
-                    signal.signal(sig, functools.partial(_stop_then, previous))
-    return True
-
-
-def _stop_then(previous, signum: int, frame) -> None:
-    stop_ray()
-    if callable(previous):
-        previous(signum, frame)
-        return
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def stop_ray() -> None:
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:

@@ -185,7 +185,7 @@ class _Ray:
     def __init__(self, store: ResultsStore, workers: int, address: str | None, plugins: list[str]) -> None:
         import ray
 
-        from sandbox.runtime.ray_async import start_ray
+        from sandbox.runtime.processes import start_ray
 
         self.ray, self.store, self.workers, self.plugins = ray, store, workers, plugins
         self.started = start_ray(address, num_cpus=workers)
@@ -223,7 +223,7 @@ class _Ray:
         for ref in self.refs:
             self.ray.cancel(ref, force=True)
         if self.started:
-            from sandbox.runtime.ray_async import stop_ray
+            from sandbox.runtime.processes import stop_ray
 
             stop_ray()
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.analysis.store import HOST, ResultsStore, process_alive
+from sandbox.analysis.store import ResultsStore
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.processes import HOST, descendants, process_alive
 from sandbox.runtime.sweep import Job, load_results, run_sweep
 from tests.reliability.jobs import sweep_jobs
 
@@ -36,19 +37,6 @@ class Halved(Estimator):
         return -0.5 * t.token_advantages * t.logp
 '''
 SMALL = {"N": 2, "K": 3, "batch_size": 2, "samples_per_context": 2}
-
-
-def children(pid: int) -> list[int]:
-    """Live child processes of ``pid`` (from /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] not in "ZX":
-            found.append(int(stat.parent.name))
-    return found
 
 
 def wait_for(condition, seconds: float = 60.0) -> None:
@@ -78,7 +66,7 @@ def test_workers_exit_when_the_driver_is_killed_and_a_rerun_takes_over(tmp_path)
     results, log = tmp_path / "results", str(tmp_path / "log")
     proc = driver(results, "--n", "2", "--seconds", "2", "--log", log)
     wait_for(lambda: len(list(tmp_path.glob("log.started.*"))) == 2)
-    workers = children(proc.pid)  # the two workers and multiprocessing's resource tracker
+    workers = sorted(descendants(proc.pid))  # the two workers and multiprocessing's resource tracker
     assert len(workers) >= 2
     proc.kill()
     proc.wait()
@@ -111,7 +99,7 @@ def test_ctrl_c_stops_everything_at_once_and_keeps_finished_results(tmp_path):
     results, log = tmp_path / "results", str(tmp_path / "log")
     proc = driver(results, "--n", "4", "--quick", "2", "--seconds", "60", "--log", log, start_new_session=True)
     wait_for(lambda: len(list(tmp_path.glob("log.started.*"))) == 4)  # two finished, two running
-    workers = children(proc.pid)
+    workers = sorted(descendants(proc.pid))
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends to the whole foreground group
     out, err = proc.communicate(timeout=15)
     assert proc.returncode == 130
