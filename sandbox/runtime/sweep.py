@@ -296,7 +296,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
             store.release(job_id)
         bar.close()
         if interrupted:
-            log.warning("sweep interrupted: %d job(s) finished and kept; rerun to resume", report.computed)
+            log.info("sweep interrupted: %d job(s) finished and kept; rerun to resume", report.computed)
     return report
 
 
@@ -323,6 +323,10 @@ def _drive(todo: list[Job], store: ResultsStore, runner, report: SweepReport, ba
         while queue and runner.free:
             job = queue.popleft()
             if not store.claim(job.id):
+                if job.id not in attempts:
+                    log.info("job %s is claimed by another live process (%s); waiting for it", job.id,
+                             store.lock_path(job.id))
+                    attempts[job.id] = 0
                 waiting.append(job)  # another live sweep computes it
                 continue
             state = store.state(job.id)
