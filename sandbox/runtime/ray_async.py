@@ -17,7 +17,8 @@ use is at most ``max_staleness`` behind t — nothing is sampled that would have
 
 Faults: a worker that dies is restarted and its step re-sampled; since a rollout's randomness
 derives from (seed, step), the replacement is identical — no rollout is lost or counted twice.
-The learner checkpoints (``checkpoint_every``) and ``resume=True`` continues from the last one.
+The learner checkpoints (``checkpoint_every``) with the runtime's counters, and ``resume=True``
+continues from the last one — only the same run (same config, or more ``steps``), else ValueError.
 """
 
 from __future__ import annotations

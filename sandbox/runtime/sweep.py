@@ -318,15 +318,15 @@ def _log_verdicts(report: SweepReport, store: ResultsStore) -> None:
 def _drive(todo: list[Job], store: ResultsStore, runner, report: SweepReport, bar, mine: set[str],
            poll_seconds: float) -> None:
     """Claim, submit and collect until every job is finished here, finished elsewhere or failed."""
-    queue, waiting, attempts = deque(todo), [], Counter()
+    queue, waiting, attempts, announced = deque(todo), [], Counter(), set()
     while queue or waiting or runner.busy:
         while queue and runner.free:
             job = queue.popleft()
             if not store.claim(job.id):
-                if job.id not in attempts:
+                if job.id not in announced:
                     log.info("job %s is claimed by another live process (%s); waiting for it", job.id,
                              store.lock_path(job.id))
-                    attempts[job.id] = 0
+                    announced.add(job.id)
                 waiting.append(job)  # another live sweep computes it
                 continue
             state = store.state(job.id)
