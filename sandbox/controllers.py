@@ -15,10 +15,10 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_range
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
-from sandbox.registry import Registry
-from sandbox.validation import check_range
 
 CONTROLLERS: Registry[Controller] = Registry("controller")
 
@@ -71,6 +71,14 @@ class Controller:
     """Base class: subclasses implement ``transform(flat [*P, D], terms, metrics)``."""
 
     name: ClassVar[str] = "controller"
+
+    def state_dict(self) -> dict:
+        """The controller's memory (e.g. GAC's previous gradient); hyperparameters are its config."""
+        return dict(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
 
     def step(
         self,

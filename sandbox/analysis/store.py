@@ -49,8 +49,13 @@ def _digest(table: pa.Table) -> str:
     """sha256 over the schema's sandbox metadata, the column names and types, and every value."""
     meta = table.schema.metadata or {}
     digest = hashlib.sha256(meta.get(_USER, b"") + b"\0" + meta.get(_CODE, b"") + b"\0")
-    digest.update(str([(f.name, str(f.type)) for f in table.schema]).encode())
-    digest.update(pd.util.hash_pandas_object(table.to_pandas(), index=False).to_numpy().tobytes())
+    frame = table.to_pandas()
+    digest.update(str([(name, str(dtype)) for name, dtype in frame.dtypes.items()]).encode())
+    try:
+        values = pd.util.hash_pandas_object(frame, index=False)
+    except TypeError:  # unhashable cells (lists, dicts): hash their text
+        values = pd.util.hash_pandas_object(frame.astype(str), index=False)
+    digest.update(values.to_numpy().tobytes())
     return digest.hexdigest()
 
 

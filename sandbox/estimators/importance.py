@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -21,7 +22,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_choice, check_range
 
 LEVELS = ("token", "sequence")
 
@@ -160,6 +160,10 @@ class M2PO(Estimator):
     """M2PO (second-moment trust): drop the tokens with the largest M2 = (log π_θ − log μ)² until
     the mean M2 of the kept tokens is ≤ τ, then plain token IS-PG −sg(w)·A·log π_θ averaged over
     the kept tokens."""
+
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # the mask is chosen from the batch's second moment
 
     needs_behavior = True
     tau: float = 0.04  # M2 budget τ > 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_range
 from sandbox.estimators.base import (
     Estimator,
     EstimatorOutput,
@@ -22,7 +23,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_range
 
 
 def _fraction(flag: Tensor, mask: Tensor) -> Tensor:
@@ -84,6 +84,8 @@ class PPO(Estimator):
 class DecoupledPPO(Estimator):
     """Decoupled PPO (AReaL, Fu et al. 2025): loss −sg(min(k, k_max))·min(u·A, clip(u, 1±ε)·A),
     u = π_θ/π_prox (trust region), k = π_prox/μ (off-policy correction)."""
+
+    recomputes_proximal = True
 
     needs_behavior = True
     eps: float = 0.2  # ε in [0, 1]
@@ -222,6 +224,10 @@ class PMPO(Estimator):
     """PMPO (Abdolmaleki et al. 2025): −α·mean_{A>0} log π_θ + (1−α)·mean_{A<0} log π_θ
     + β·KL(μ‖π_θ); each mean uses the estimator's aggregation over that subset of tokens, the KL is
     the k1 estimate mean(log μ − log π_θ) (its gradient is exact)."""
+
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # normalised over the batch's positive and negative sets
 
     alpha: float = 0.5  # weight of the positive set, in [0, 1]
     beta: float = 0.0  # KL coefficient β ≥ 0 (needs μ when > 0)

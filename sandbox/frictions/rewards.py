@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sandbox.core.validation import check_range
 from sandbox.frictions.base import Friction, register_friction
-from sandbox.validation import check_range
 
 
 @register_friction("bernoulli_reward")

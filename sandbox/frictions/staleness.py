@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sandbox.runtime.seeding import derived_generator
-from sandbox.validation import check_choice, check_range
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_range
 
 DELAY_KINDS = ("none", "fixed", "uniform", "geometric", "per_actor")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.validation import check_range, check_tensor
+from sandbox.core.validation import check_range, check_tensor
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_range
 
 PROXIMAL = ("auto", "behavior", "recompute")
 HISTORY = ("params", "rollouts")

@@ -29,9 +29,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sandbox.analysis.store import ResultsStore, code_version
+from sandbox.core.validation import check_choice
 from sandbox.runtime.config import RunConfig, _freeze
 from sandbox.runtime.pool import LocalPool, import_plugins, plugins_from_env
-from sandbox.validation import check_choice
 
 log = logging.getLogger(__name__)
 

@@ -46,6 +46,8 @@ def test_results_carry_code_and_checksum_and_are_world_readable(tmp_path):
     assert store.code("j") == code_version() == {"version": sandbox.__version__, "source": code_version()["source"]}
     assert store.metadata("j") == {"fn": "f"}
     assert store.state("nothing") == "missing"
+    store.write("nested", pd.DataFrame({"a": [[1, 2], [3]], "b": [{"x": 1}, {}]}))  # lists and structs
+    assert store.state("nested") == "ok"
 
 
 def _flip_value(path: Path) -> None:
