@@ -100,13 +100,18 @@ def test_ctrl_c_stops_everything_at_once_and_keeps_finished_results(tmp_path):
     results, log = tmp_path / "results", str(tmp_path / "log")
     proc = driver(results, "--n", "4", "--quick", "2", "--seconds", "60", "--log", log, start_new_session=True)
     wait_for(lambda: len(list(tmp_path.glob("log.started.*"))) == 4)  # two finished, two running
-    workers = sorted(descendants(proc.pid))
+    children = sorted(descendants(proc.pid))
+    workers = [pid for pid in children if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) == 2
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends to the whole foreground group
     out, err = proc.communicate(timeout=15)
+    assert not any(process_alive(HOST, pid) for pid in workers)  # terminated before the driver exits
     assert proc.returncode == 130
     assert out.strip() == "interrupted: rerun the same command to resume"
     assert "Traceback" not in err and len(err.splitlines()) <= 1, err
-    assert not any(process_alive(HOST, pid) for pid in workers)
+    # the workers were terminated before the driver exited; multiprocessing's resource tracker
+    # follows as soon as it sees the driver's pipe close
+    wait_for(lambda: not any(process_alive(HOST, pid) for pid in children), seconds=5)
     store = ResultsStore(results)
     assert sorted(store.job_ids()) == sorted(j.id for j in sweep_jobs(4, 60, log, quick=2)[:2])
     assert all(store.state(j) == "ok" for j in store.job_ids())
