@@ -28,7 +28,6 @@ import pyarrow.parquet as pq
 from sandbox.runtime.processes import HOST, process_alive, start_time
 
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
-STATES = ("missing", "corrupt", "stale", "ok")
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
 
