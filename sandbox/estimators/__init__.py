@@ -15,7 +15,7 @@ from sandbox.estimators.base import (
     make_estimator,
     register_estimator,
 )
-from sandbox.estimators.delight import Delight, Kondo
+from sandbox.estimators.delight import Delight, Kondo, ProbabilityGate
 from sandbox.estimators.importance import M2PO, ImportanceSampledPG, MaskedIS, TruncatedIS, VTracePG
 from sandbox.estimators.policy_gradient import AdvantageWeightedRegression, CrossEntropy, Reinforce
 from sandbox.estimators.trust_region import CISPO, GSPO, OPSM, PMPO, PPO, SAPO, DecoupledPPO
@@ -29,6 +29,7 @@ __all__ = [
     "OPSM",
     "PMPO",
     "PPO",
+    "ProbabilityGate",
     "SAPO",
     "AdvantageWeightedRegression",
     "CrossEntropy",
