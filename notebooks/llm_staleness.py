@@ -40,6 +40,7 @@ import numpy as np
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import band, color, plt, save_figure, use_style
+from sandbox.analysis.stability import stability
 from simulations import fidelity_from_env, results
 
 fidelity = fidelity_from_env()
@@ -96,17 +97,17 @@ save_figure(fig, "llm-staleness", note=f"fidelity={fidelity}, {runs.seed.nunique
 # ## Claims (paired over seeds)
 
 # %%
-second_half = runs[runs.step >= runs.step.max() / 2]
+def stable(method, s):
+    """Per seed: peak, final, late (mean over the 2nd half) and drawdown of the reward."""
+    return stability(runs[(runs.method == method) & (runs.staleness == s)], "reward")
 
 
 def late(method, s):
-    sub = second_half[(second_half.method == method) & (second_half.staleness == s)]
-    return sub.groupby("seed").reward.mean().sort_index().to_numpy()
+    return stable(method, s).late.to_numpy()
 
 
 def drawdown(method, s):
-    sub = runs[(runs.method == method) & (runs.staleness == s)].sort_values("step")
-    return sub.groupby("seed").reward.apply(lambda r: float((r.cummax() - r).max())).sort_index().to_numpy()
+    return stable(method, s).drawdown.to_numpy()
 
 
 eq = equivalence.iloc[0]
