@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -371,6 +372,8 @@ class HFTextTask(Task):
     ``eval_prompts`` fresh problems, one sample each from the current learner without frictions:
     ``reward`` (mean), ``accuracy`` (completion = answer) and ``error`` = (R_max − reward)/(R_max − R_min).
     """
+
+    one_model_per_run: ClassVar[bool] = True  # seeds run as separate configs (`sandbox run --seeds`)
 
     env: str = "arithmetic"
     env_kwargs: dict = field(default_factory=dict)

@@ -310,9 +310,9 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
 
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else (num_cpus or max(2, os.cpu_count() or 2)),
-                 include_dashboard=False, log_to_driver=False)
+    from sandbox.runtime.ray_start import start_ray
+
+    if start_ray(address, num_cpus or max(2, os.cpu_count() or 2), progress=False):
         atexit.register(ray.shutdown)
 
 
