@@ -112,7 +112,7 @@ def execute_notebook(source: Path, output: Path | None, env: dict[str, str], tim
 
         def run() -> None:
             try:
-                client.execute()
+                client.execute(cleanup_kc=True)  # we own the kernel manager: shut the kernel down
             except BaseException as err:  # handed to the main thread
                 failure.append(err)
 
