@@ -81,8 +81,8 @@ for method in STALENESS:
     sub = runs[(runs.method == method) & (runs.D == D_large)].pivot(index="member", columns="step", values="error")
     band(axes[0], sub.columns.to_numpy(), sub.to_numpy(), legend(method), color_=method_color(method))
 x_of = {D: (D if D > 0 else min(d for d in delays if d > 0) / 4) for D in delays}
-xs = [x_of[D] for D in delays]
-for method in STALENESS:
+for i, method in enumerate(STALENESS):
+    xs = [x_of[D] * 1.06 ** (i - (len(STALENESS) - 1) / 2) for D in delays]  # side by side, not on top
     finals = np.column_stack([final_errors(method, D) for D in delays])  # [seeds, delays]
     curve(axes[1], xs, finals, legend(method), color_=method_color(method))
     if method in SYNC_IDENTICAL and FIDELITY[fidelity]["sync_shortcut"]:
