@@ -13,12 +13,16 @@ from tqdm.auto import tqdm
 
 #: Ray's notice "Token authentication is enabled for this Ray cluster …", logged at every start
 AUTH_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+#: logs "Started a local Ray instance." at INFO (the progress line says so already)
+WORKER_LOGGER = "ray._private.worker"
 NO_CLUSTER_HINT = "start one with `ray start --head` (or leave out --ray-address to start a local Ray)"
 
 
 def quiet_ray_logs() -> None:
-    """Silence Ray's token-authentication notice in this process (its errors still show)."""
+    """Silence Ray's token-authentication notice and its start-up INFO line in this process (its
+    warnings about the cluster and all errors still show)."""
     logging.getLogger(AUTH_NOTICE_LOGGER).setLevel(logging.ERROR)
+    logging.getLogger(WORKER_LOGGER).setLevel(logging.WARNING)
 
 
 def check_address(address: str | None, timeout: float = 3.0) -> None:
