@@ -43,7 +43,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print every estimator, advantage, controller, friction and task with a one-line description
     and its defaults, and every figure ``sandbox reproduce`` can draw."""
     from sandbox.frictions import FRICTIONS
-    from sandbox.runtime.task import TASKS, load_tasks
+    from sandbox.tasks import TASKS, load_tasks
     from simulations import select
 
     load_tasks()

@@ -18,6 +18,7 @@ from scipy import stats
 from sandbox.analysis.stability import stability
 from sandbox.analysis.store import ResultsStore
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.loop import metrics_only
 from sandbox.runtime.sweep import Job
 
 #: the main metric of a run: the first of these columns it logs, and whether higher is better
@@ -29,7 +30,7 @@ NOT_METRICS = {"step", "member", "seed", "run_id", "job_id", "label", "completed
 def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
     """``seeds`` seeds of ``config``: one batched population where the task has one, else
     separate configs with seeds seed, seed + 1, … (tasks with ``one_model_per_run``)."""
-    from sandbox.runtime.task import TASKS, load_tasks
+    from sandbox.tasks import TASKS, load_tasks
 
     if seeds is None:
         return [config]
@@ -137,7 +138,7 @@ def report(frame: pd.DataFrame, config: RunConfig, run_ids: list[str]) -> str:
         lines.append(f"{column} ({'higher' if higher else 'lower'} is better){per}:")
         lines += [f"  {name:<22} {_summary(table[name].to_numpy(float))}" for name in ("final", "peak", "drawdown")]
     lines.append(f"final metrics{per}:")
-    for column in final.columns:
+    for column in metrics_only(final).columns:  # rows carry their config as columns too
         if column in NOT_METRICS or not (pd.api.types.is_numeric_dtype(final[column]) or
                                          pd.api.types.is_bool_dtype(final[column])):
             continue

@@ -14,14 +14,18 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
-from sandbox.envs.bandits import Bandit, exact_pg, expected_update
+from sandbox.envs.bandits import exact_pg
 from sandbox.estimators import Estimator, PGTerms, make_estimator
 from sandbox.estimators.delight import ProbabilityGate  # noqa: F401  (re-exported; registered by the library)
 from sandbox.frictions import FrictionStack, make_friction
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job
+from sandbox.tasks.bandits import Bandit
+from sandbox.tasks.exact import expected_update
 from simulations import Figure, register_figure
 
 DTYPE = torch.float64
@@ -110,8 +114,8 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
             task.init_params(derived_generator(seed, "prop1-mc", p))
             task._labels = torch.zeros(n_batches, 1, dtype=torch.long)
             params = [z.expand(n_batches, 1, K).clone().requires_grad_(True)]
-            rollout = task.collect(params, 0, 0, derived_generator(seed, "prop1-mc", p, label), seed)
-            terms = task.learner_terms(params, rollout, make_advantage("constant", b=b), None, False)
+            rollout = collect(task, params, 0, derived_generator(seed, "prop1-mc", p, label), seed)
+            terms = learner_terms(task, params, rollout, make_advantage("constant", b=b), None, False)
             (grad,) = torch.autograd.grad(est(terms).loss, params)
             mc[label] = perpendicular(-grad.reshape(n_batches, K), e_pg).pow(2).sum(-1).numpy()
         rows.append({"p": p, "cos_parallel": float(cosine(e_pg, e_dg)),
@@ -226,11 +230,11 @@ def contamination_cosine(K: int = 10, B: int = 100, rho: float = 0.1, deltas: tu
             # solved: the likely arm 0 is correct; unsolved (discovery): the rare arm 1 is correct
             task._labels = torch.full((n_batches, 1), 1 if actor == "discovery" else 0, dtype=torch.long)
             actor_z = symmetric_logits(K, 1 - min(0.5, 10 * delta)).expand(n_batches, 1, K).clone() if actor == "stale" else z
-            rollout = task.collect([actor_z], 0, 0, derived_generator(seed, "cos", delta, actor), seed)
+            rollout = collect(task, [actor_z], 0, derived_generator(seed, "cos", delta, actor), seed)
             true = exact_pg(z, task.label_table).reshape(n_batches, -1)
             for label, name, kw in CONTAMINATION_METHODS:
                 params = [z.clone().requires_grad_(True)]
-                terms = task.learner_terms(params, rollout, _group_mean(), None, False)
+                terms = learner_terms(task, params, rollout, _group_mean(), None, False)
                 if name == "is_pg":  # exact IS: the probabilities the actor really sampled from
                     terms = PGTerms(logp=terms.logp, advantages=terms.advantages,
                                     behavior_logp=rollout.true_behavior_logp, group=terms.group)

@@ -31,14 +31,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
-from sandbox.rollout import Rollout
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
-from sandbox.runtime.loop import ActorLearner
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import make_task
-from sandbox.validation import check_choice, check_range
+from sandbox.runtime.loop import ActorLearner, labelled
+from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +93,15 @@ class RolloutWorker:
         torch.set_num_threads(threads)
         self.config = RunConfig.from_dict(config)
         self.task = make_task(self.config.task, **self.config.task_kwargs)
-        self.task.attach_frictions(FrictionStack.from_config(self.config.frictions))
+        self.frictions = FrictionStack.from_config(self.config.frictions)
+        self.task.attach_frictions(self.frictions)
         # the task's own state (e.g. the bandit's correct arms) is drawn with the parameters
         self.task.init_params(derived_generator(self.config.seed, "init"))
 
     def sample(self, step: int, version: int, params: list[torch.Tensor]) -> tuple[int, int, Rollout, float]:
         start = time.perf_counter()
-        rollout = self.task.collect(params, step, version, derived_generator(self.config.seed, "rollout", step),
-                                    self.config.seed)
+        rollout = collect(self.task, params, version,
+                          derived_generator(self.config.seed, "rollout", step), self.config.seed)
         return step, version, rollout, time.perf_counter() - start
 
     def pid(self) -> int:
@@ -144,9 +146,9 @@ class AsyncRunner:
         if self.learner.history is None or self.learner.history.capacity < s + k + 1:
             history = ParameterHistory(s + k + 1)
             for version in range(max(0, self.learner.next_step - s - k), self.learner.next_step + 1):
-                if self.learner.history is not None and version in self.learner.history._snapshots:
+                if self.learner.history is not None and version in self.learner.history:
                     history.push(version, self.learner.history.get(version))
-            if self.learner.next_step not in history._snapshots:
+            if self.learner.next_step not in history:
                 history.push(self.learner.next_step, self.learner.params)
             self.learner.history = history
         self.stats = AsyncStats()
@@ -161,7 +163,7 @@ class AsyncRunner:
         self._remote = ray.remote(num_cpus=async_config.num_cpus_per_worker,
                                   num_gpus=async_config.num_gpus_per_worker)(RolloutWorker)
         self._slots = [self._new_slot() for _ in range(async_config.n_workers)]
-        for version in sorted(self.learner.history._snapshots):
+        for version in self.learner.history.versions():
             if version % k == 0 or version == self.learner.next_step:
                 self._published[version] = ray.put(self.learner.history.get(version))
 
@@ -297,10 +299,7 @@ class AsyncRunner:
 def train_async(config: RunConfig, async_config: AsyncConfig | None = None, progress: bool = False,
                 resume: bool = False) -> pd.DataFrame:
     """``train`` with real asynchrony: the same rows, plus restarts and the learner's waiting time."""
-    frame = AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress)
-    frame.insert(0, "run_id", config.run_id)
-    frame.insert(1, "label", config.label or config.estimator)
-    return frame
+    return labelled(AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress), config)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:

@@ -26,8 +26,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from sandbox.analysis.store import ResultsStore
+from sandbox.core.validation import check_choice
 from sandbox.runtime.config import RunConfig, _freeze
-from sandbox.validation import check_choice
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from sandbox.runtime.config import RunConfig  # noqa: E402
-from sandbox.runtime.loop import train  # noqa: E402
+from sandbox.runtime.loop import metrics_only, train  # noqa: E402
 from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, train_async  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("ray")
@@ -33,7 +33,7 @@ def local_ray():
 
 
 def _numbers(frame):
-    return frame.drop(columns=[c for c in EXTRA if c in frame.columns]).reset_index(drop=True)
+    return metrics_only(frame.drop(columns=[c for c in EXTRA if c in frame.columns]))
 
 
 def test_zero_staleness_is_the_synchronous_loop_bit_for_bit():
