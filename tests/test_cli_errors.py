@@ -136,3 +136,9 @@ def test_everything_listed_runs(tmp_path):
     result = sandbox("run", "--set", "estimator=prob_gate", "--set", "steps=2", "--no-store", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "bandit / prob_gate" in result.stdout
+
+
+def test_a_non_integer_population_is_one_line(capsys):
+    # RunConfig rejects it with a ValueError; the CLI prints any ValueError as one line, exit 2
+    err = in_process(capsys, "run", "--set", "task_kwargs.population=2.5", "--no-store", "--quiet")
+    assert "population must be an integer" in err and "2.5" in err
