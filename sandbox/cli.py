@@ -219,7 +219,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for figure in figures:
             report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
                                ray_address=args.ray_address, desc=figure.name)
-            print(f"{figure.name}: {report.total} jobs, {report.skipped} already done, {report.computed} computed, "
+            jobs = f"{report.total} job{'s' if report.total != 1 else ''}"
+            print(f"{figure.name}: {jobs}, {report.skipped} already done, {report.computed} computed, "
                   f"{len(report.failed)} failed")
             failed += len(report.failed)
     finally:
