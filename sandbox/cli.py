@@ -257,11 +257,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     unknown = [n for n in args.names if n not in available]
     if unknown:
         raise ValueError(f"unknown benchmark(s) {unknown}; available: {available}")
-    status = 0
-    for name in tqdm(args.names or available, desc="benchmarks", unit="script"):
-        tqdm.write(f"== benchmarks/{name}.py")
-        sys.stdout.flush()
-        status |= subprocess.call([sys.executable, str(root / f"{name}.py"), *args.extra])
+    names, status = args.names or available, 0
+    with tqdm(total=len(names), desc="benchmarks", unit="script") as bar:
+        for name in names:
+            bar.clear()  # the script's table gets the lines; the bar is redrawn between scripts
+            print(f"== benchmarks/{name}.py", flush=True)
+            status |= subprocess.call([sys.executable, str(root / f"{name}.py"), *args.extra])
+            bar.update(1)
     return status
 
 
@@ -330,9 +332,8 @@ def add_reproduce_parser(sub) -> None:
 
 
 def add_bench_parser(sub) -> None:
-    p = sub.add_parser("bench", help="run benchmarks/ scripts")
-    p.add_argument("names", nargs="*")
-    p.add_argument("extra", nargs=argparse.REMAINDER, help="arguments passed to the scripts after --")
+    p = sub.add_parser("bench", help="run benchmarks/ scripts", usage="sandbox bench [NAME ...] [-- SCRIPT ARGS ...]")
+    p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks/NAME.py; all if none")
     p.set_defaults(func=cmd_bench)
 
 
@@ -356,7 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    argv, extra = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(argv)
+    if extra and args.command != "bench":
+        parser.error("arguments after -- are passed to benchmark scripts: only sandbox bench takes them")
+    args.extra = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         for module in args.plugin:
