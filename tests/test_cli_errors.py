@@ -142,3 +142,14 @@ def test_a_non_integer_population_is_one_line(capsys):
     # RunConfig rejects it with a ValueError; the CLI prints any ValueError as one line, exit 2
     err = in_process(capsys, "run", "--set", "task_kwargs.population=2.5", "--no-store", "--quiet")
     assert "population must be an integer" in err and "2.5" in err
+
+
+def test_bench_names_and_passthrough_arguments(capsys, monkeypatch):
+    assert "unknown benchmark(s) ['nope']" in in_process(capsys, "bench", "nope")
+    with pytest.raises(SystemExit) as exit_:
+        main(["list", "--", "--steps", "3"])
+    assert exit_.value.code == 2 and "only sandbox bench takes them" in capsys.readouterr().err
+    calls = []
+    monkeypatch.setattr(subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    assert main(["bench", "async", "--", "--steps", "3"]) == 0
+    assert calls[0][-3:] == [str(ROOT / "benchmarks" / "async.py"), "--steps", "3"]
