@@ -299,7 +299,7 @@ def add_run_parser(sub) -> None:
                    help="Ray runtime: staleness budget in learner steps (default 0)")
     p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
-    p.set_defaults(func=cmd_run, interrupted="nothing was stored; rerun the command to train again")
+    p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")
 
 
 def sweep_options(q: argparse.ArgumentParser) -> None:
