@@ -39,7 +39,8 @@
 import numpy as np
 
 from sandbox.analysis.claims import ClaimBook
-from sandbox.analysis.plotting import band, color, plt, save_figure, use_style
+from sandbox.analysis.plotting import band, color, curve, plt, save_figure, use_style
+from sandbox.analysis.stability import stability
 from simulations import fidelity_from_env, results
 
 fidelity = fidelity_from_env()
@@ -63,6 +64,19 @@ def curves(method, s, column, x="step"):
     return xs, table.to_numpy()
 
 
+def stable(method, s):
+    """Per seed: peak, final, late (mean over the 2nd half) and drawdown of the reward."""
+    return stability(runs[(runs.method == method) & (runs.staleness == s)], "reward")
+
+
+def late(method, s):
+    return stable(method, s).late.to_numpy()
+
+
+def drawdown(method, s):
+    return stable(method, s).drawdown.to_numpy()
+
+
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(14, 3.3))
 for method in methods:
@@ -75,14 +89,14 @@ for method in methods:
         band(axes[0], x, y, f"{method}, s={s}", color_=c, linestyle=style)
         x, y = curves(method, s, "reward", x="wall_time")
         axes[1].plot(x, np.nanmean(y, 0), style, color=c)
-    late = [runs[(runs.method == method) & (runs.staleness == s) & (runs.step >= runs.step.max() / 2)].reward.mean()
-            for s in levels]
-    axes[2].plot(levels, late, "o-", color=c, label=method)
+    dodge = 0.02 * max(levels[-1] - levels[0], 4) * (methods.index(method) - (len(methods) - 1) / 2)
+    curve(axes[2], [s + dodge for s in levels], np.column_stack([late(method, s) for s in levels]), method, color_=c)
 axes[0].axhline(0.29, color="0.5", lw=0.8, ls="--")
 axes[0].set(xlabel="learner step", ylabel="reward (fresh prompts)", title="reward vs step")
 axes[0].legend(fontsize=6)
 axes[1].set(xlabel="wall-clock (s)", ylabel="reward", title="reward vs wall-clock")
 axes[2].set(xlabel="max staleness s", ylabel="late reward (2nd half)", title="late reward vs staleness")
+axes[2].set_xticks(levels)
 axes[2].legend(fontsize=7)
 b = bounded[bounded.step > 0]
 axes[3].plot(b.step, b.staleness_mean, label="mean per token")
@@ -96,19 +110,6 @@ save_figure(fig, "llm-staleness", note=f"fidelity={fidelity}, {runs.seed.nunique
 # ## Claims (paired over seeds)
 
 # %%
-second_half = runs[runs.step >= runs.step.max() / 2]
-
-
-def late(method, s):
-    sub = second_half[(second_half.method == method) & (second_half.staleness == s)]
-    return sub.groupby("seed").reward.mean().sort_index().to_numpy()
-
-
-def drawdown(method, s):
-    sub = runs[(runs.method == method) & (runs.staleness == s)].sort_values("step")
-    return sub.groupby("seed").reward.apply(lambda r: float((r.cummax() - r).max())).sort_index().to_numpy()
-
-
 eq = equivalence.iloc[0]
 book.exact("staleness-0-equals-sync",
            f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({int(eq.values_compared)} logged numbers; value: max |difference|)",

@@ -26,7 +26,7 @@
 import numpy as np
 
 from sandbox.analysis.claims import ClaimBook
-from sandbox.analysis.plotting import color, plt, use_style
+from sandbox.analysis.plotting import color, curve, plt, use_style
 from sandbox.analysis.stats import bootstrap_ci
 from simulations import fidelity_from_env, results
 from simulations.mnist import data_note, samples_parts, save
@@ -49,10 +49,8 @@ def final_errors(method, m):
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
 ms = sorted(m for m in runs.m.unique() if np.isfinite(m))
 for method in ("PG", "DG"):
-    ivs = [bootstrap_ci(final_errors(method, m)) for m in ms]
-    est = [iv.estimate for iv in ivs]
-    axes[0].errorbar(ms, est, yerr=[[e - iv.low for e, iv in zip(est, ivs)], [iv.high - e for e, iv in zip(est, ivs)]],
-                     fmt="-o", color=color(method), label=f"{method}, m samples", ms=4, capsize=2)
+    finals = np.column_stack([final_errors(method, m) for m in ms])  # [seeds, samples per image]
+    curve(axes[0], ms, finals, f"{method}, m samples", color_=color(method))
     if (end.method == method).any() and np.isinf(end[end.method == method].m).any():
         iv = bootstrap_ci(final_errors(method, np.inf))
         axes[0].axhline(iv.estimate, color=color(method), ls="--", lw=1.2, label=f"{method}, exact (m = ∞)")

@@ -38,8 +38,7 @@
 import numpy as np
 
 from sandbox.analysis.claims import ClaimBook
-from sandbox.analysis.plotting import band, plt, use_style
-from sandbox.analysis.stats import bootstrap_ci
+from sandbox.analysis.plotting import band, curve, plt, use_style
 from simulations import fidelity_from_env, results
 from simulations.mnist import (
     FIDELITY,
@@ -63,6 +62,11 @@ final = int(runs.step.max())
 end = runs[runs.step == final]
 
 
+def legend(method):
+    """What runs: GAC and VCPO are update rules on top of an estimator."""
+    return {"GAC": "REINFORCE + GAC", "VCPO": "IS-PG (exact μ) + VCPO step"}.get(method, method)
+
+
 def final_errors(method, D):
     """Final error per seed of ``method`` at delay D (REINFORCE's run stands in at D = 0 where identical)."""
     if D == 0 and method in SYNC_IDENTICAL and FIDELITY[fidelity]["sync_shortcut"]:
@@ -75,19 +79,14 @@ def final_errors(method, D):
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 for method in STALENESS:
     sub = runs[(runs.method == method) & (runs.D == D_large)].pivot(index="member", columns="step", values="error")
-    band(axes[0], sub.columns.to_numpy(), sub.to_numpy(), method, color_=method_color(method))
+    band(axes[0], sub.columns.to_numpy(), sub.to_numpy(), legend(method), color_=method_color(method))
 x_of = {D: (D if D > 0 else min(d for d in delays if d > 0) / 4) for D in delays}
-for method in STALENESS:
-    est, lo, hi = [], [], []
-    for D in delays:
-        iv = bootstrap_ci(final_errors(method, D))
-        est.append(iv.estimate), lo.append(iv.low), hi.append(iv.high)
-    xs = [x_of[D] for D in delays]
-    c = method_color(method)
-    axes[1].plot(xs, est, "-o", color=c, label=method, ms=4)
-    axes[1].fill_between(xs, lo, hi, color=c, alpha=0.15, linewidth=0)
+for i, method in enumerate(STALENESS):
+    xs = [x_of[D] * 1.06 ** (i - (len(STALENESS) - 1) / 2) for D in delays]  # side by side, not on top
+    finals = np.column_stack([final_errors(method, D) for D in delays])  # [seeds, delays]
+    curve(axes[1], xs, finals, legend(method), color_=method_color(method))
     if method in SYNC_IDENTICAL and FIDELITY[fidelity]["sync_shortcut"]:
-        axes[1].plot(xs[:1], est[:1], "o", mfc="white", color=c, ms=6)
+        axes[1].plot(xs[:1], finals[:, 0].mean(keepdims=True), "o", mfc="white", color=method_color(method), ms=6)
 axes[0].set(xlabel="step", ylabel="greedy test error", title=f"error vs step at D = {D_large}")
 axes[1].set(xscale="log", xlabel="delay D (log; D = 0 drawn at the left)", ylabel=f"error at step {final}",
             title="final error vs delay")

@@ -1,10 +1,13 @@
-"""The ``sandbox`` command line: ``sandbox list`` (more subcommands arrive with the engine)."""
+"""The ``sandbox`` command line: ``sandbox list | run | sweep | reproduce | bench``.
+
+Bad input ends in one line on stderr naming the argument and what is valid (exit 2); Ctrl-C stops
+at once, keeps every finished result, says how to resume (exit 130); ``sandbox list | head`` ends
+quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import logging
 import os
@@ -15,6 +18,8 @@ from pathlib import Path
 from sandbox.advantages import ADVANTAGES
 from sandbox.controllers import CONTROLLERS
 from sandbox.estimators import ESTIMATORS
+
+EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def _print_table(title: str, rows: list[tuple[str, str, str]], width: int = 100) -> None:
@@ -40,7 +45,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     from sandbox.tasks import TASKS, load_tasks
 
     load_tasks()
-    figures = figure_module().select()  # figure modules may register estimators of their own (e.g. prob_gate)
     tables = {
         "estimators": ("Estimators", ESTIMATORS),
         "advantages": ("Advantages", ADVANTAGES),
@@ -53,27 +57,68 @@ def cmd_list(args: argparse.Namespace) -> int:
             _print_table(title, registry.describe())
     if args.what in (None, "figures"):
         _print_table("Figures (sandbox reproduce NAME or GROUP)",
-                     [(f.name, f"[{f.group}] {f.title}", "") for f in figures])
+                     [(f.name, f"[{f.group}] {f.title}", "") for f in figure_module().select()])
     return 0
 
 
+# ----------------------------------------------------------------------------- checked arguments
+def int_at_least(low: int):
+    """An argparse type: an integer ≥ ``low`` (argparse names the option in its message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {value}")
+        return value
+
+    return parse
+
+
+def writable_file(path: str, option: str) -> Path:
+    """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
+    target = Path(path)
+    folder = target.parent.resolve()
+    if target.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name (e.g. {target / 'run.parquet'})")
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{option} {path}: folder {folder} is not writable")
+    return target
+
+
+def writable_dir(path: str, option: str) -> Path:
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option} {path}: exists and is not a folder")
+    existing = next(p for p in (folder.resolve(), *folder.resolve().parents) if p.exists())
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"{option} {path}: {existing} is not writable")
+    return folder
+
+
 def load_plugin(module: str) -> None:
-    """Import a user module by dotted name or by path to a ``.py`` file."""
-    path = Path(module)
-    if path.suffix == ".py":
-        if not path.is_file():
-            raise ValueError(f"--plugin file {module!r} does not exist")
-        # its folder goes on sys.path, so that worker processes can import it too
-        sys.path.insert(0, str(path.resolve().parent))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = mod
-        spec.loader.exec_module(mod)
-        return
+    """Import a user module by dotted name or by path to a ``.py`` file (``import_plugins``, the
+    same path every worker and notebook kernel takes: ``$SANDBOX_PLUGINS`` lists it for them); any
+    failure is one line."""
+    from sandbox.runtime.pool import PLUGINS_ENV, import_plugins, plugins_from_env
+
     try:
-        importlib.import_module(module)
+        import_plugins([module])
     except ModuleNotFoundError as err:
-        raise ValueError(f"--plugin module {module!r} cannot be imported: {err}") from err
+        raise ValueError(f"--plugin {module!r} failed to load: ModuleNotFoundError: {err}") from None
+    except SyntaxError as err:
+        raise ValueError(f"--plugin {module!r}: SyntaxError in {err.filename}, line {err.lineno}: {err.msg}") from None
+    except ValueError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
+        raise ValueError(f"--{err}") from None
+    except Exception as err:  # a plugin is user code: name its error, no traceback
+        raise ValueError(f"--plugin {module!r} failed to load: {type(err).__name__}: {err}") from None
+    spec = str(Path(module).resolve()) if module.endswith(".py") else module
+    os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
+
 
 
 def _parse_value(text: str):
@@ -83,12 +128,25 @@ def _parse_value(text: str):
         return text
 
 
+def read_config_file(path: str) -> dict:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--config {path}: no such file (expected a JSON object of RunConfig fields)")
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of RunConfig fields, got {type(data).__name__}")
+    return data
+
+
 def config_from_args(args: argparse.Namespace):
     """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
     reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible)."""
     from sandbox.runtime.config import RunConfig
 
-    data = json.loads(Path(args.config).read_text()) if args.config else {}
+    data = read_config_file(args.config) if args.config else {}
     for item in args.set or []:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
@@ -97,68 +155,86 @@ def config_from_args(args: argparse.Namespace):
         *parents, leaf = key.split(".")
         for parent in parents:
             target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--set {item}: {parent} is not a dict field")
         target[leaf] = _parse_value(value)
     return RunConfig.from_dict(data)
 
 
+# ----------------------------------------------------------------------------- commands
 def cmd_run(args: argparse.Namespace) -> int:
-    """Train one run and print its final metrics (mean and 95% CI over the population)."""
-    from sandbox.analysis.stats import bootstrap_ci
-    from sandbox.runtime.loop import train
+    """Train one run; print its main metric's stability and its final metrics; store it."""
+    from sandbox.analysis.store import ResultsStore
+    from sandbox.cli_run import async_config_from_args, report, run_configs, train_and_store
 
-    config = config_from_args(args)
-    if args.async_workers:
-        from sandbox.runtime.ray_async import AsyncConfig, train_async
-
-        acfg = AsyncConfig(n_workers=args.async_workers, max_staleness=args.max_staleness, mode=args.async_mode,
-                           address=args.ray_address)
-        frame = train_async(config, acfg, progress=not args.quiet)
-    else:
-        frame = train(config, progress=not args.quiet)
-    if args.out:
-        frame.to_parquet(args.out)
-    final = frame[frame["step"] == frame["step"].max()]
-    print(f"run {config.run_id}: {config.task} / {config.estimator}, {len(final)} seed(s), step {int(final['step'].iloc[0])}")
-    skip = {"step", "member", "seed", "run_id", "label", "completed_steps", "wall_time"}
-    for column in final.columns:
-        if column in skip or not pd_numeric(final[column]):
-            continue
-        values = final[column].astype(float).dropna()
-        if len(values):
-            print(f"  {column:<22} {bootstrap_ci(values.to_numpy())}")
+    configs = run_configs(config_from_args(args), args.seeds)
+    out = writable_file(args.out, "--out") if args.out else None
+    store = None if args.no_store else ResultsStore(writable_dir(args.results, "--results"))
+    acfg = async_config_from_args(args)
+    frame, run_ids, paths = train_and_store(configs, acfg, store, progress=not args.quiet)
+    if out is not None:
+        frame.to_parquet(out)
+    print(report(frame, configs[0], run_ids))
+    if paths:
+        print(f"stored: {', '.join(str(p) for p in paths)}  (--no-store to skip)")
     return 0
 
 
-def pd_numeric(series) -> bool:
-    import pandas as pd
+def _with_ray(args: argparse.Namespace):
+    """Start or join Ray for ``--backend ray`` (one line when no cluster answers); None otherwise."""
+    if args.backend != "ray":
+        if args.ray_address:
+            raise ValueError("--ray-address needs --backend ray")
+        return None
+    from sandbox.runtime.processes import start_ray
 
-    return pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+    return start_ray(args.ray_address, args.workers or os.cpu_count(), progress=True)
+
+
+def _stop_ray(started) -> None:
+    if started:
+        import ray
+
+        ray.shutdown()
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.analysis.store import ResultsStore
-    from sandbox.reproduce import figures
+    from sandbox.reproduce import figures as figure_registry
     from sandbox.runtime.sweep import run_sweep
 
-    store = ResultsStore(args.results)
-    failed = 0
-    for figure in figures().select(args.names):
-        report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
-                           ray_address=args.ray_address, desc=figure.name)
-        print(f"{figure.name}: {report.total} jobs, {report.skipped} already done, {report.computed} computed, "
-              f"{len(report.failed)} failed")
-        failed += len(report.failed)
+    figures = figure_registry().select(args.names)
+    store = ResultsStore(writable_dir(args.results, "--results"))
+    started, failed = _with_ray(args), 0
+    try:
+        for figure in figures:
+            report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
+                               ray_address=args.ray_address, desc=figure.name)
+            jobs = f"{report.total} job{'s' if report.total != 1 else ''}"
+            print(f"{figure.name}: {jobs}, {report.skipped} already done, {report.computed} computed, "
+                  f"{len(report.failed)} failed")
+            failed += len(report.failed)
+    finally:
+        _stop_ray(started)
     return 1 if failed else 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    """Sweeps + notebooks → paper_figures/ and a PASS/FAIL table of every claim."""
-    from sandbox.reproduce import reproduce, summary
+    """Sweeps + notebooks → figures and a PASS/FAIL table of every claim."""
+    from sandbox.reproduce import default_figures_dir, reproduce, summary
 
-    outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=args.results, figures_dir=args.figures,
-                         workers=args.workers, backend=args.backend)
+    figures = writable_dir(args.figures or str(default_figures_dir(args.fidelity)), "--figures")
+    results = writable_dir(args.results, "--results")
+    started = _with_ray(args)
+    try:
+        outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=results, figures_dir=figures,
+                             workers=args.workers, backend=args.backend, ray_address=args.ray_address,
+                             rerun=args.rerun)
+    finally:
+        _stop_ray(started)
     print(summary(outcomes))
+    print(f"figures: {figures}/")
     return 0 if all(o.ok for o in outcomes) else 1
 
 
@@ -166,85 +242,140 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Run benchmark scripts from benchmarks/ (each prints a table and its ratios)."""
     import subprocess
 
+    from tqdm.auto import tqdm
+
     root = Path(__file__).resolve().parents[1] / "benchmarks"
     available = sorted(p.stem for p in root.glob("*.py") if not p.stem.startswith("_"))
-    names = args.names or available
-    status = 0
-    for name in names:
-        if name not in available:
-            raise ValueError(f"unknown benchmark {name!r}; available: {available}")
-        print(f"== benchmarks/{name}.py")
-        status |= subprocess.call([sys.executable, str(root / f"{name}.py"), *args.extra])
+    unknown = [n for n in args.names if n not in available]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; available: {available}")
+    names, status = args.names or available, 0
+    with tqdm(total=len(names), desc="benchmarks", unit="script") as bar:
+        for name in names:
+            bar.clear()  # the script's table gets the lines; the bar is redrawn between scripts
+            print(f"== benchmarks/{name}.py", flush=True)
+            status |= subprocess.call([sys.executable, str(root / f"{name}.py"), *args.extra])
+            bar.update(1)
     return status
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sandbox",
-        description="Policy-gradient estimators under distributed-RL frictions.",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first (repeatable), so the estimators it registers are available",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+# ----------------------------------------------------------------------------- the parser
+def add_list_parser(sub) -> None:
     p = sub.add_parser("list", help="list estimators, advantages, controllers, frictions, tasks and figures")
     p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers", "frictions", "tasks", "figures"])
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("run", help="train one run (a RunConfig) and print its final metrics")
+
+def add_run_parser(sub) -> None:
+    p = sub.add_parser("run", help="train one run (a RunConfig), print its stability and final metrics, store it",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=textwrap.dedent("""\
+        examples:
+          sandbox run --set task=bandit --set estimator=dg --seeds 8
+          sandbox run --set staleness.kind=fixed --set staleness.D=8     # simulated staleness (kind is required)
+          sandbox run --set 'frictions=[["landmine",{"p_bug":0.1}]]' --set 'controllers=[["gac",{}]]'"""))
     p.add_argument("--config", help="a JSON file with RunConfig fields")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a field (dotted for dict fields: task_kwargs.K=10); repeatable")
-    p.add_argument("--out", help="write the per-step metrics to this parquet file")
+                   help="override a field (dotted for dict fields: task_kwargs.K=10; JSON values: "
+                        "frictions=[[\"landmine\",{\"p_bug\":0.1}]]); repeatable. staleness.D > 0 needs staleness.kind "
+                        "(fixed, uniform, geometric or per_actor)")
+    p.add_argument("--seeds", type=int_at_least(1), default=None,
+                   help="seeds: task_kwargs.population = N where the task batches seeds, else N runs (seed, seed+1, …)")
+    p.add_argument("--out", help="also write the per-step metrics to this parquet file (checked before training)")
+    p.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
+                   help="results store the run is saved to (default: results/ or $SANDBOX_RESULTS)")
+    p.add_argument("--no-store", action="store_true", help="do not save the run in the results store")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--async-workers", type=int, default=0,
+    p.add_argument("--async-workers", type=int_at_least(0), default=0,
                    help="run on Ray with this many rollout workers (0: the simulated loop)")
-    p.add_argument("--max-staleness", type=int, default=0, help="Ray runtime: staleness budget in learner steps")
-    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default="fixed_lag")
+    p.add_argument("--max-staleness", type=int_at_least(0), default=None,
+                   help="Ray runtime: staleness budget in learner steps (default 0)")
+    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")
 
-    def sweep_options(q: argparse.ArgumentParser) -> None:
-        q.add_argument("names", nargs="*", help="figures or groups (theory, mnist, sequences, llm); all if none")
-        q.add_argument("--fidelity", choices=["quick", "full"], default="quick")
-        q.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
-                       help="results folder (one parquet file per job)")
-        q.add_argument("--workers", type=int, default=None, help="parallel processes (default: CPU count)")
-        q.add_argument("--backend", choices=["local", "ray"], default="local")
-        q.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray)")
 
+def sweep_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument("names", nargs="*", help="figures or groups (theory, mnist, sequences, llm); all if none")
+    q.add_argument("--fidelity", choices=["quick", "full"], default="quick")
+    q.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
+                   help="results folder (one parquet file per job)")
+    q.add_argument("--workers", type=int_at_least(1), default=None, help="parallel processes (default: CPU count)")
+    q.add_argument("--backend", choices=["local", "ray"], default="local")
+    q.add_argument("--ray-address", default=None, help="Ray cluster address, with --backend ray (default: a local Ray)")
+
+
+RESUME = "finished results are kept in {results}/; rerun the same command to resume"
+
+
+def add_sweep_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run figure sweeps (resumable: rerun after an interruption)")
     sweep_options(p)
-    p.set_defaults(func=cmd_sweep)
+    p.set_defaults(func=cmd_sweep, interrupted=RESUME)
 
-    p = sub.add_parser("reproduce", help="sweeps + notebooks: write paper_figures/ and check every claim")
+
+def add_reproduce_parser(sub) -> None:
+    p = sub.add_parser("reproduce", help="sweeps + notebooks: write the figures and check every claim")
     sweep_options(p)
-    p.add_argument("--figures", default=os.environ.get("SANDBOX_FIGURES", "paper_figures"))
-    p.set_defaults(func=cmd_reproduce)
+    p.add_argument("--figures", default=None,
+                   help="output folder (default: $SANDBOX_FIGURES, else figures/quick at quick fidelity — git-ignored — "
+                        "and paper_figures at full fidelity)")
+    p.add_argument("--rerun", action="store_true", help="execute notebooks even when their inputs did not change")
+    p.set_defaults(func=cmd_reproduce, interrupted=RESUME)
 
-    p = sub.add_parser("bench", help="run benchmarks/ scripts")
-    p.add_argument("names", nargs="*")
-    p.add_argument("extra", nargs=argparse.REMAINDER, help="arguments passed to the scripts after --")
+
+def add_bench_parser(sub) -> None:
+    p = sub.add_parser("bench", help="run benchmarks/ scripts", usage="sandbox bench [NAME ...] [-- SCRIPT ARGS ...]")
+    p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks/NAME.py; all if none")
     p.set_defaults(func=cmd_bench)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``sandbox run: error: argument --seeds: … (see --help)``."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="sandbox", description="Policy-gradient estimators under distributed-RL frictions.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first (repeatable), so the estimators it registers are available")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_bench_parser):
+        add(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    argv, extra = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser.parse_args(argv)
+    if extra and args.command != "bench":
+        parser.error("arguments after -- are passed to benchmark scripts: only sandbox bench takes them")
+    args.extra = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         for module in args.plugin:
             load_plugin(module)
         return int(args.func(args) or 0)
-    except ValueError as err:  # bad input: a clear message, no traceback
-        print(f"sandbox: error: {err}", file=sys.stderr)
-        return 2
+    except ValueError as err:  # bad input: one line, no traceback
+        print(f"sandbox: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        hint = getattr(args, "interrupted", "").format(**vars(args))
+        print(f"\nsandbox: interrupted{'; ' + hint if hint else ''}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (sandbox list | head): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Exception as err:  # anything else: one line, the traceback with -v
+        if args.verbose:
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"sandbox: error: {type(err).__name__}: {first} (rerun with -v for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

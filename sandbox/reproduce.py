@@ -4,22 +4,43 @@ Each notebook is a jupytext percent-format ``.py``; it is executed with nbclient
 kernel with ``SANDBOX_FIDELITY``, ``SANDBOX_RESULTS``, ``SANDBOX_FIGURES`` and ``SANDBOX_CLAIMS``
 set, writes its PNG and PDF, and records its claims. The executed ``.ipynb`` is saved beside the
 source (its jupytext pair).
+
+A notebook whose inputs did not change is not executed again: its execution is keyed on a hash of
+(notebook source, its jobs' ids and stored results, fidelity and the other ``SANDBOX_*`` settings
+it receives), and a rerun with the same key reuses its recorded claims and figure files.
+
+Quick fidelity writes to ``figures/quick/`` (git-ignored) and full fidelity to ``paper_figures/``
+(committed), so a quick check never overwrites the paper's figures.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import logging
 import os
+import tempfile
+import textwrap
+import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from sandbox.analysis.claims import Claim, format_claims, load_claims
 from sandbox.analysis.store import ResultsStore
-from sandbox.runtime.sweep import run_sweep
+from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
 log = logging.getLogger(__name__)
+
+#: where each fidelity's figures go unless ``--figures`` / ``$SANDBOX_FIGURES`` says otherwise
+FIGURES_DIRS = {"quick": Path("figures") / "quick", "full": Path("paper_figures")}
+#: settings a notebook receives that name places, not inputs: left out of its execution key
+PLACES = ("SANDBOX_RESULTS", "SANDBOX_FIGURES", "SANDBOX_CLAIMS", "SANDBOX_WORKERS")
 
 
 @dataclass
@@ -29,6 +50,7 @@ class FigureOutcome:
     error: str | None = None
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    cached: bool = False  # the notebook's inputs had not changed: its recorded outcome was reused
 
     @property
     def ok(self) -> bool:
@@ -36,71 +58,163 @@ class FigureOutcome:
         return self.error is None and bool(asserted) and all(c.passed for c in asserted)
 
 
-def execute_notebook(source: Path, output: Path | None, env: dict[str, str], timeout: int = 3600) -> None:
-    """Execute a jupytext ``.py`` notebook in a fresh kernel whose environment includes ``env``."""
-    import jupytext
-    from nbclient import NotebookClient
+def default_figures_dir(fidelity: str) -> Path:
+    """``$SANDBOX_FIGURES`` if set, else ``figures/quick`` (quick) or ``paper_figures`` (full)."""
+    if fidelity not in FIGURES_DIRS:
+        raise ValueError(f"fidelity must be one of {list(FIGURES_DIRS)}, got {fidelity!r}")
+    return Path(os.environ.get("SANDBOX_FIGURES") or FIGURES_DIRS[fidelity])
 
-    notebook = jupytext.read(source)
+
+@contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                                resources={"metadata": {"path": str(source.parent.parent)}})
-        client.execute()
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            jupytext.write(notebook, output, fmt="ipynb")
+
+
+def _kernel_manager(folder: str):
+    """A kernel on IPC sockets in ``folder`` where the OS has them (no "TCP without encryption"
+    warning, nothing listening on the network), TCP elsewhere."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name == "posix":
+        return KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
+    return KernelManager(kernel_name="python3")
+
+
+def execute_notebook(source: Path, output: Path | None, env: dict[str, str], timeout: int = 3600,
+                     progress: bool = True) -> None:
+    """Execute a jupytext ``.py`` notebook in a fresh kernel whose environment includes ``env``.
+
+    The client runs in a helper thread, so that Ctrl-C reaches this one at once: the kernel is
+    shut down and ``KeyboardInterrupt`` raised (never reported as a failing cell)."""
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    source = Path(source)
+    if not source.is_file():
+        raise ValueError(f"notebook {source} does not exist")
+    notebook = jupytext.read(source)
+    cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+    bar = tqdm(total=cells, desc=f"{source.stem} notebook", unit="cell", disable=not progress, leave=False)
+    failure: list[BaseException] = []
+    with tempfile.TemporaryDirectory(prefix="sandbox-kernel-") as folder, _environ(env):
+        km = _kernel_manager(folder)
+        client = NotebookClient(notebook, km=km, timeout=timeout, resources={"metadata": {"path": str(source.parent.parent)}},
+                                on_cell_executed=lambda **_: bar.update())
+
+        def run() -> None:
+            try:
+                client.execute(cleanup_kc=True)  # we own the kernel manager: shut the kernel down
+            except BaseException as err:  # handed to the main thread
+                failure.append(err)
+
+        thread = threading.Thread(target=run, name=f"notebook {source.stem}", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                thread.join(0.2)
+        except KeyboardInterrupt:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+            raise
+        finally:
+            bar.close()
+            if output is not None:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                jupytext.write(notebook, output, fmt="ipynb")
+    if failure:
+        err = failure[0]
+        if isinstance(err, CellExecutionError) and err.ename == "KeyboardInterrupt":
+            raise KeyboardInterrupt from err  # the kernel got the terminal's Ctrl-C first
+        raise err
+
+
+def notebook_key(source: Path, jobs: Sequence[Job], store: ResultsStore, env: dict[str, str]) -> str:
+    """sha256 of the notebook source, its jobs' ids and stored results, and its non-place settings."""
+    digest = hashlib.sha256(Path(source).read_bytes())
+    for job in sorted(unique_jobs(jobs), key=lambda j: j.id):
+        digest.update(job.id.encode())
+        digest.update(hashlib.sha256(store.path(job.id).read_bytes()).digest())
+    digest.update(json.dumps({k: v for k, v in env.items() if k not in PLACES}, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> list[Path] | None:
+    """The figure files of a previous execution with the same key, if they are all still there."""
+    if not (record.is_file() and claims_path.is_file()):
+        return None
+    saved = json.loads(record.read_text())
+    files = [figures_dir / name for name in saved.get("files", [])]
+    return files if saved.get("key") == key and files and all(p.is_file() for p in files) else None
 
 
 #: the module that registers figures (``select(names)``, ``FIDELITIES``): the one hook through which the
 #: library reaches the experiment families, which live outside it (``simulations/``)
-FIGURES_MODULE = os.environ.get("SANDBOX_FIGURES", "simulations")
+FIGURES_MODULE = os.environ.get("SANDBOX_FIGURE_MODULE", "simulations")
 
 
 def figures():
-    """The figure registry module (``$SANDBOX_FIGURES``, default ``simulations``)."""
+    """The figure registry module (``$SANDBOX_FIGURE_MODULE``, default ``simulations``)."""
     try:
         return importlib.import_module(FIGURES_MODULE)
     except ModuleNotFoundError as err:
         if err.name != FIGURES_MODULE:
             raise
         raise ValueError(f"no figure module {FIGURES_MODULE!r}: run from a checkout of the repository (its "
-                         "simulations/ package) or set SANDBOX_FIGURES to a module that registers figures") from None
+                         "simulations/ package) or set SANDBOX_FIGURE_MODULE to a module that registers figures") from None
 
 
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",
-              figures_dir: str | os.PathLike = "paper_figures", notebooks_dir: str | os.PathLike | None = None,
-              workers: int | None = None, backend: str = "local", progress: bool = True) -> list[FigureOutcome]:
-    """Run the selected figures end to end; never stops at the first failure."""
+              figures_dir: str | os.PathLike | None = None, notebooks_dir: str | os.PathLike | None = None,
+              workers: int | None = None, backend: str = "local", progress: bool = True,
+              ray_address: str | None = None, rerun: bool = False) -> list[FigureOutcome]:
+    """Run the selected figures end to end; a failing figure does not stop the others (an
+    interrupt does: ``KeyboardInterrupt`` propagates, every finished result stays stored).
+
+    ``figures_dir`` defaults to ``default_figures_dir(fidelity)``; ``rerun`` executes notebooks
+    even when their inputs did not change."""
     registry = figures()
     if fidelity not in registry.FIDELITIES:
         raise ValueError(f"fidelity must be one of {list(registry.FIDELITIES)}, got {fidelity!r}")
     chosen = registry.select(names)
-    results_dir, figures_dir = Path(results_dir), Path(figures_dir)
+    results_dir = Path(results_dir)
+    figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
     outcomes = []
     for figure in chosen:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
         claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}.json"
+        record = results_dir / "notebooks" / f"{figure.name}.{fidelity}.json"
         try:
-            report = run_sweep(figure.jobs(fidelity), store, backend=backend, workers=workers,
-                               progress=progress, desc=figure.name)
+            jobs = figure.jobs(fidelity)
+            report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
+                               ray_address=ray_address, desc=figure.name)
             if not report.ok:
                 raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
                    "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
                    "SANDBOX_WORKERS": str(workers or 1)}
             source = figure.notebook_path()
-            output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
-            execute_notebook(source, output, env)
+            key = notebook_key(source, jobs, store, env)
+            cached = None if rerun else _cached(record, key, claims_path, figures_dir)
+            if cached is None:
+                claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
+                output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
+                execute_notebook(source, output, env, progress=progress)
+                written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
+                record.parent.mkdir(parents=True, exist_ok=True)
+                record.write_text(json.dumps({"key": key, "files": written}))
+            outcome.cached = cached is not None
         except Exception as err:  # report and go on to the next figure
             outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
             log.error("figure %s failed: %s", figure.name, err)
@@ -111,12 +225,13 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     return outcomes
 
 
-def summary(outcomes: list[FigureOutcome]) -> str:
+def summary(outcomes: list[FigureOutcome], width: int = 120) -> str:
     lines = [format_claims([c for o in outcomes for c in o.claims]), ""]
     for o in outcomes:
-        status = "ok" if o.ok else ("ERROR " + o.error if o.error else "claims failed")
+        status = ("ok (cached)" if o.cached else "ok") if o.ok else ("ERROR " + o.error if o.error else "claims failed")
         files = ", ".join(p.name for p in o.files) or "no figure written"
-        lines.append(f"{o.name:<28} {o.seconds:7.1f}s  {status:<16} {files}")
+        lines.append(textwrap.fill(f"{o.name:<24} {o.seconds:6.1f}s  {status:<12} {files}", width,
+                                   subsequent_indent=" " * 34, break_on_hyphens=False))
     asserted = [c for o in outcomes for c in o.claims if c.passed is not None]
     reported = sum(c.passed is None for o in outcomes for c in o.claims)
     lines.append(f"\n{sum(c.passed for c in asserted)}/{len(asserted)} claims passed"

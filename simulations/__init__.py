@@ -17,7 +17,11 @@ import pandas as pd
 
 from sandbox.analysis.store import ResultsStore
 from sandbox.core.validation import check_choice
+from sandbox.runtime.pool import import_plugins, plugins_from_env
 from sandbox.runtime.sweep import Job, load_results, run_sweep
+
+# a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
+import_plugins(plugins_from_env())
 
 FIDELITIES = ("quick", "full")
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,6 @@ Every number goes through the library's estimators (``make_estimator``) — clos
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,8 @@ from sandbox.advantages import make_advantage
 from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
 from sandbox.envs.bandits import exact_pg
-from sandbox.estimators import Estimator, PGTerms, make_estimator, register_estimator
-from sandbox.estimators.base import sg
+from sandbox.estimators import Estimator, PGTerms, make_estimator
+from sandbox.estimators.delight import ProbabilityGate  # noqa: F401  (re-exported; registered by the library)
 from sandbox.frictions import FrictionStack, make_friction
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
@@ -30,25 +29,6 @@ from sandbox.tasks.exact import expected_update
 from simulations import Figure, register_figure
 
 DTYPE = torch.float64
-
-
-# ----------------------------------------------------------------------------- a probability-only gate
-@register_estimator("prob_gate", replace=True)
-@dataclass(frozen=True)
-class ProbabilityGate(Estimator):
-    """Probability-only gate (an ablation): −sg(σ((log π(a) − log τ)/η))·A·log π_θ — it suppresses
-    rare actions whatever the sign of their advantage."""
-
-    tau: float = 0.05  # probability threshold
-    eta: float = 0.25  # temperature in log-probability units
-
-    def check(self) -> None:
-        if not (0 < self.tau < 1 and self.eta > 0):
-            raise ValueError(f"prob_gate needs 0 < tau < 1 and eta > 0, got tau={self.tau}, eta={self.eta}")
-
-    def token_loss(self, terms: PGTerms):
-        w = torch.sigmoid((sg(terms.logp) - math.log(self.tau)) / self.eta)
-        return -w * terms.token_advantages * terms.logp
 
 
 def symmetric_logits(K: int, p: float, correct: int = 0) -> torch.Tensor:

@@ -43,10 +43,10 @@ def test_missing_plugin_is_a_clear_error(capsys):
 def test_run_prints_final_metrics(capsys, tmp_path):
     out = tmp_path / "run.parquet"
     code = main(["run", "--set", "task=bandit", "--set", "task_kwargs.K=5", "--set", "task_kwargs.population=3",
-                 "--set", "estimator=dg", "--set", "steps=5", "--quiet", "--out", str(out)])
+                 "--set", "estimator=dg", "--set", "steps=5", "--quiet", "--out", str(out), "--no-store"])
     assert code == 0
     text = capsys.readouterr().out
-    assert "bandit / dg, 3 seed(s), step 5" in text and "error" in text
+    assert "bandit / dg, 3 seeds (a population), step 5" in text and "error" in text
     assert out.is_file()
 
 
@@ -62,9 +62,11 @@ def test_reproduce_unknown_figure(capsys):
     assert "unknown figure or group 'no-such-figure'" in capsys.readouterr().err
 
 
-def test_reproduce_prints_the_claim_table(capsys, tmp_path):
+def test_reproduce_prints_the_claim_table(capfd, tmp_path):
     code = main(["reproduce", "gate", "--results", str(tmp_path / "r"), "--figures", str(tmp_path / "f"),
                  "--workers", "1"])
-    text = capsys.readouterr().out
+    text, err = capfd.readouterr()  # capfd: the kernel's own stderr too
     assert code == 0, text
     assert "PASS" in text and "claims passed" in text and "gate.png" in text
+    assert "without encryption" not in err  # the kernel listens on IPC sockets, not TCP
+    assert all(len(line) <= 120 for line in text.splitlines()[-4:])  # the per-figure lines fit 120 columns

@@ -55,6 +55,21 @@ def band(ax, x, values, label: str, statistic: str = "mean", color_: str | None 
     seen.setdefault(BAND_KIND[statistic], set()).add(int(np.asarray(values).shape[0]))
 
 
+def curve(ax, x, values, label: str, statistic: str = "mean", color_: str | None = None, max_points: int = 2,
+          **kwargs) -> None:
+    """``band`` for curves; with ``max_points`` x values or fewer (quick fidelity) points with 95%
+    error bars instead: a line through one or two points shows a trend the data cannot."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or np.shape(values)[-1] != x.size:
+        raise ValueError(f"values must be [n_seeds, {x.size}] for {x.size} x values, got shape {np.shape(values)}")
+    if x.size > max_points:
+        band(ax, x, values, label, statistic, color_, **kwargs)
+        return
+    est, lo, hi = mean_ci_over_seeds(values, statistic=statistic, n_resamples=500)
+    ax.errorbar(x, est, yerr=[est - lo, hi - est], fmt="o", color=color_ or color(label), label=label, capsize=3,
+                ms=4, **kwargs)
+
+
 def bands_note(fig) -> str | None:
     """'bands: 95% t-intervals of the mean over 20 seeds' for the bands ``band`` drew on ``fig``."""
     seen = getattr(fig, "_sandbox_bands", {})
@@ -81,4 +96,4 @@ def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: s
     return paths
 
 
-__all__ = ["METHOD_COLORS", "band", "bands_note", "color", "np", "plt", "save_figure", "use_style"]
+__all__ = ["METHOD_COLORS", "band", "bands_note", "color", "curve", "np", "plt", "save_figure", "use_style"]

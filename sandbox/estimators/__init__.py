@@ -25,7 +25,7 @@ from sandbox.estimators.base import (
     register_estimator,
 )
 from sandbox.estimators.covariance import ClipCov, KLCov
-from sandbox.estimators.delight import Delight, Kondo
+from sandbox.estimators.delight import Delight, Kondo, ProbabilityGate
 from sandbox.estimators.importance import M2PO, ImportanceSampledPG, MaskedIS, TruncatedIS, VTracePG
 from sandbox.estimators.masked import DPPO, SAT, RolloutRejection, TwoSidedPPO
 from sandbox.estimators.policy_gradient import AdvantageWeightedRegression, CrossEntropy, Reinforce
@@ -46,6 +46,7 @@ __all__ = [
     "OPSM",
     "PMPO",
     "PPO",
+    "ProbabilityGate",
     "SAPO",
     "SAT",
     "TOPR",

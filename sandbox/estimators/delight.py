@@ -151,3 +151,21 @@ class Kondo(Estimator):
                 "kept_rows_frac": masked_mean(keep.any(-1).to(loss.dtype), rows, dims=(-1,)),
             },
         )
+
+
+@register_estimator("prob_gate")
+@dataclass(frozen=True)
+class ProbabilityGate(Estimator):
+    """Probability-only gate (an ablation of DG): −sg(σ((log π(a) − log τ)/η))·A·log π_θ — it
+    suppresses rare actions whatever the sign of their advantage (the contamination figure)."""
+
+    tau: float = 0.05  # probability threshold, in (0, 1)
+    eta: float = 0.25  # temperature in log-probability units, > 0
+
+    def check(self) -> None:
+        check_range("tau", self.tau, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_range("eta", self.eta, low=0.0, low_open=True)
+
+    def token_loss(self, terms: PGTerms) -> Tensor:
+        w = torch.sigmoid((sg(terms.logp) - math.log(self.tau)) / self.eta)
+        return -w * terms.token_advantages * terms.logp

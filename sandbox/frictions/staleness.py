@@ -25,7 +25,8 @@ class DelaySchedule:
     kind: 'none' (d = 0, the synchronous loop), 'fixed' (d = D), 'uniform' (d ~ U{0..D}),
     'geometric' (d ~ Geometric(p) − 1 capped at D, mean ≈ (1 − p)/p), 'per_actor' (N actors
     round-robin, actor i refreshed every N steps, so d cycles through 0..N−1 scaled by D/N).
-    Always d_t ≤ t (no actor runs ahead of step 0).
+    Always d_t ≤ t (no actor runs ahead of step 0). D > 0 needs a kind other than 'none' (a delay
+    with no kind would silently run the synchronous loop).
     """
 
     kind: str = "none"
@@ -38,6 +39,10 @@ class DelaySchedule:
         check_int("D", self.D, low=0)
         check_range("p", self.p, low=0.0, high=1.0, low_open=True)
         check_int("n_actors", self.n_actors, low=1)
+        if self.kind == "none" and self.D > 0:
+            kinds = ", ".join(k for k in DELAY_KINDS if k != "none")
+            raise ValueError(f"staleness D={self.D} needs a kind: set staleness.kind to one of {kinds} "
+                             "(kind 'none' is the synchronous loop)")
 
     @property
     def max_delay(self) -> int:

@@ -96,14 +96,18 @@ _hooks: list[bool] = []
 _reapers: list[subprocess.Popen] = []
 
 
-def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
-    """Join Ray at ``address`` or start a local one with ``num_cpus``; True when this call started it."""
+def start_ray(address: str | None = None, num_cpus: int | None = None, progress: bool = False) -> bool:
+    """Join Ray at ``address`` or start a local one with ``num_cpus`` (a progress line with
+    ``progress``, a one-line error when no cluster answers: ``sandbox.runtime.ray_start``); True when
+    this call started it."""
     import ray
+
+    from sandbox.runtime.ray_start import init_ray
 
     if ray.is_initialized():
         return False
     before = descendants(os.getpid())
-    ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False, log_to_driver=False)
+    init_ray(address, num_cpus, progress=progress)
     if not _hooks:
         _hooks.append(True)
         atexit.register(stop_ray)

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -56,6 +57,7 @@ class HFTextTask(Task):
     """
 
     default_lr = 3e-3
+    one_model_per_run: ClassVar[bool] = True  # seeds run as separate configs (`sandbox run --seeds`)
 
     env: str = "arithmetic"
     env_kwargs: dict = field(default_factory=dict)

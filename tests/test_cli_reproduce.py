@@ -1,0 +1,137 @@
+"""``sandbox reproduce``: where figures go, notebooks not re-executed when nothing changed, the Ray
+address reaches the sweep, and Ctrl-C stops everything at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import sandbox.reproduce as rep
+from sandbox.analysis.store import ResultsStore
+from sandbox.runtime.sweep import Job
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_quick_figures_never_overwrite_the_paper_figures(monkeypatch):
+    monkeypatch.delenv("SANDBOX_FIGURES", raising=False)
+    assert rep.default_figures_dir("quick") == Path("figures/quick")
+    assert rep.default_figures_dir("full") == Path("paper_figures")
+    assert "/figures/" in (ROOT / ".gitignore").read_text().splitlines()
+    monkeypatch.setenv("SANDBOX_FIGURES", "/tmp/elsewhere")
+    assert rep.default_figures_dir("quick") == Path("/tmp/elsewhere")
+    with pytest.raises(ValueError, match="fidelity must be one of"):
+        rep.default_figures_dir("paper")
+
+
+def test_notebook_key_follows_source_results_and_settings_not_places(tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    jobs = [Job("m:f", {"a": 1}), Job("m:f", {"a": 2})]
+    for i, job in enumerate(jobs):
+        store.write(job.id, pd.DataFrame({"x": [i]}))
+    source = tmp_path / "nb.py"
+    source.write_text("# %%\n1\n")
+    env = {"SANDBOX_FIDELITY": "quick", "SANDBOX_FIGURES": "/a", "SANDBOX_RESULTS": "/b", "SANDBOX_WORKERS": "1"}
+    key = rep.notebook_key(source, jobs, store, env)
+    assert rep.notebook_key(source, jobs[::-1], store, {**env, "SANDBOX_FIGURES": "/c", "SANDBOX_WORKERS": "4"}) == key
+    assert rep.notebook_key(source, jobs, store, {**env, "SANDBOX_FIDELITY": "full"}) != key
+    assert rep.notebook_key(source, jobs[:1], store, env) != key
+    store.write(jobs[0].id, pd.DataFrame({"x": [7]}))  # a recomputed result
+    changed = rep.notebook_key(source, jobs, store, env)
+    assert changed != key
+    source.write_text("# %%\n2\n")
+    assert rep.notebook_key(source, jobs, store, env) != changed
+
+
+def test_a_second_reproduce_reuses_unchanged_notebooks(tmp_path, monkeypatch):
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f", "notebooks_dir": tmp_path / "nb"}
+    (first,) = rep.reproduce(["gate"], workers=1, progress=False, **dirs)
+    assert first.ok and not first.cached
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("a notebook whose inputs did not change was executed again")
+
+    monkeypatch.setattr(rep, "execute_notebook", not_again)
+    (second,) = rep.reproduce(["gate"], workers=1, progress=False, **dirs)
+    assert second.ok and second.cached
+    assert [c.name for c in second.claims] == [c.name for c in first.claims]
+    assert [p.name for p in second.files] == ["gate.pdf", "gate.png"]
+    assert "ok (cached)" in rep.summary([second])
+    (forced,) = rep.reproduce(["gate"], workers=1, progress=False, rerun=True, **dirs)
+    assert forced.error and "executed again" in forced.error  # --rerun executes it
+    assert not forced.claims  # and a failing notebook shows no stale claims
+
+
+def test_a_missing_figure_file_means_executing_again(tmp_path, monkeypatch):
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f", "notebooks_dir": tmp_path / "nb"}
+    executed = []
+    monkeypatch.setattr(rep, "execute_notebook", lambda *a, **k: executed.append(a))
+    claims = tmp_path / "r" / "claims" / "gate.quick.json"
+    claims.parent.mkdir(parents=True)
+    (tmp_path / "f").mkdir()
+    rep.reproduce(["gate"], workers=1, progress=False, **dirs)  # records the (fake) execution
+    assert len(executed) == 1
+    record = tmp_path / "r" / "notebooks" / "gate.quick.json"
+    key = json.loads(record.read_text())["key"]
+
+    def recorded_with_figure() -> None:  # as if the last execution had written gate.png and its claims
+        record.write_text(json.dumps({"key": key, "files": ["gate.png"]}))
+        claims.write_text("[]")
+
+    recorded_with_figure()
+    rep.reproduce(["gate"], workers=1, progress=False, **dirs)
+    assert len(executed) == 2  # gate.png is not there
+    (tmp_path / "f" / "gate.png").write_bytes(b"")
+    recorded_with_figure()
+    rep.reproduce(["gate"], workers=1, progress=False, **dirs)
+    assert len(executed) == 2  # now it is: reused
+
+
+def test_the_ray_address_reaches_the_sweep(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_sweep(jobs, store, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(rep, "run_sweep", fake_sweep)
+    (outcome,) = rep.reproduce(["gate"], results_dir=tmp_path, figures_dir=tmp_path, backend="ray",
+                               ray_address="10.0.0.1:6379", progress=False)
+    assert seen["ray_address"] == "10.0.0.1:6379" and seen["backend"] == "ray"
+    assert "stop here" in outcome.error
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_notebook_stops_everything_and_keeps_finished_results(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "sandbox.cli", "reproduce", "gate", "prop1-single-context",
+                             "--workers", "1", "--results", "r", "--figures", "f"], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 240
+    while "gate notebook" not in "".join(err) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert "gate notebook" in "".join(err), "".join(err)
+    time.sleep(2)  # the kernel is starting or running the notebook's cells
+    proc.send_signal(signal.SIGINT)
+    out = proc.stdout.read()
+    assert proc.wait(timeout=120) == 130
+    reader.join(timeout=10)
+    text = "".join(err)
+    assert text.rstrip().splitlines()[-1] == ("sandbox: interrupted; finished results are kept in r/; "
+                                              "rerun the same command to resume")
+    assert "ERROR" not in text and "Traceback" not in text, text
+    assert "prop1" not in out + text  # it did not go on to the next figure
+    assert list((tmp_path / "r").glob("*.parquet")), "the finished sweep of gate was lost"
+    assert not (tmp_path / "r" / "notebooks" / "gate.quick.json").exists()  # the notebook did not finish
