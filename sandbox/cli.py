@@ -302,6 +302,8 @@ def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--workers", type=int_at_least(1), default=None, help="parallel processes (default: CPU count)")
     q.add_argument("--backend", choices=["local", "ray"], default="local")
     q.add_argument("--ray-address", default=None, help="Ray cluster address, with --backend ray (default: a local Ray)")
+    q.add_argument("--accept-stale-code", action="store_true",
+                   help="keep stored results made by another version of the sandbox/ source (default: recompute them)")
 
 
 RESUME = "finished results are kept in {results}/; rerun the same command to resume"
@@ -359,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for module in args.plugin:
             load_plugin(module)
+        if getattr(args, "accept_stale_code", False):  # read by every run_sweep, notebooks' included
+            os.environ["SANDBOX_ACCEPT_STALE_CODE"] = "1"
         return int(args.func(args) or 0)
     except ValueError as err:  # bad input: one line, no traceback
         print(f"sandbox: error: {' '.join(str(err).split())}", file=sys.stderr)

@@ -239,12 +239,13 @@ def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
 
 def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
               progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
-              plugins: Sequence[str] | None = None, accept_stale_code: bool = False,
+              plugins: Sequence[str] | None = None, accept_stale_code: bool | None = None,
               poll_seconds: float = 0.2) -> SweepReport:
     """Run every job whose verified result is not in ``store`` yet.
 
     Stored results that are corrupt, or were made by other code (another package version or
-    ``sandbox/`` source), are recomputed; ``accept_stale_code=True`` keeps the latter. ``plugins``
+    ``sandbox/`` source), are recomputed; ``accept_stale_code=True`` keeps the latter (default:
+    ``$SANDBOX_ACCEPT_STALE_CODE`` = 1, which ``sandbox sweep|reproduce --accept-stale-code`` sets). ``plugins``
     (default ``$SANDBOX_PLUGINS``) are imported here and in every worker. A job that another live
     sweep has claimed is waited for (polling every ``poll_seconds``). Ctrl-C stops every worker at
     once, keeps every finished result and raises ``KeyboardInterrupt``.
@@ -257,6 +258,8 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     if not poll_seconds > 0:
         raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
     jobs = unique_jobs(jobs)
+    if accept_stale_code is None:
+        accept_stale_code = os.environ.get("SANDBOX_ACCEPT_STALE_CODE", "") == "1"
     plugins = plugins_from_env() if plugins is None else plugins
     import_plugins(plugins)
     plugins = list(plugins)
