@@ -15,6 +15,7 @@ import pytest
 
 from sandbox.analysis.store import ResultsStore
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.pool import import_plugins
 from sandbox.runtime.processes import HOST, descendants, process_alive
 from sandbox.runtime.sweep import Job, load_results, run_sweep
 from tests.reliability.jobs import sweep_jobs
@@ -121,6 +122,7 @@ def test_ctrl_c_stops_everything_at_once_and_keeps_finished_results(tmp_path):
 def test_plugin_estimators_work_in_worker_processes(tmp_path):
     plugin = tmp_path / "halved_plugin.py"
     plugin.write_text(PLUGIN.format(name="halved_local"))
+    import_plugins([str(plugin)])  # the driver knows it (RunConfig validates names); workers must import it again
     jobs = [Job.training(RunConfig(task="bandit", task_kwargs=SMALL, estimator="halved_local", steps=3, seed=s,
                                    log_points=2)) for s in range(2)]
     try:
