@@ -95,10 +95,12 @@ def test_killed_sweep_resumes_without_recomputing_or_corrupting(tmp_path):
 @pytest.mark.xdist_group("ray")
 def test_ray_backend(tmp_path):
     pytest.importorskip("ray")
+    from sandbox.runtime.pool import import_plugins
     from tests.reliability.test_processes import PLUGIN
 
     plugin = tmp_path / "halved_ray_plugin.py"
     plugin.write_text(PLUGIN.format(name="halved_ray"))
+    import_plugins([str(plugin)])  # the driver knows it (RunConfig validates names); Ray workers import it again
     planned = Job.training(RunConfig(task="bandit", task_kwargs=SMALL, estimator="halved_ray", steps=3, log_points=2))
     store = ResultsStore(tmp_path)
     try:
