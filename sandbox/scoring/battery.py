@@ -92,8 +92,8 @@ class Battery:
         lines = [f"{self.name} v{self.version} ({len(self.cells)} cells, hash {self.hash[:12]}): {self.description}"]
         for c in self.cells:
             budget = f"{c.run.get('steps')} steps" if c.kind == "train" else "exact"
-            extra = {k: v for k, v in {**c.run, **c.probe}.items() if k in ("staleness", "frictions", "p_correct",
-                                                                                "actor", "rho", "p_actor")}
+            extra = {k: v for k, v in {**c.run, **c.probe, **(c.async_config or {})}.items()
+                     if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor", "max_staleness")}
             lines.append(f"  {c.name:<26} {c.friction:<18} {c.seeds:>3} seeds  {budget:<11} {json.dumps(extra)}")
         return "\n".join(lines)
 

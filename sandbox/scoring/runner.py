@@ -14,6 +14,7 @@ import hashlib
 import logging
 import math
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -82,9 +83,11 @@ def score_cell(cell: dict, recipe: dict, seed: int, plugins: list | None = None,
         for plugin in plugins or ():
             import_plugin(plugin)
     spec = Cell(**cell)
+    start = time.process_time()
     with intra_op_threads(1):
         runner = run_probe if spec.kind == "probe" else _train
         frame = runner(cell, recipe, seed, spec.seeds)
+    frame["cpu_s"] = time.process_time() - start  # this job's CPU time (Ray workers excluded)
     frame["score"] = [0.0 if d else spec.normalise(v) for v, d in zip(frame["value"], frame["diverged"])]
     frame["method"], frame["cell"], frame["env"], frame["friction"] = recipe["name"], spec.name, spec.env, spec.friction
     return frame
