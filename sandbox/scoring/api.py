@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from sandbox.runtime.sweep import BACKENDS
-from sandbox.scoring.battery import load_battery
+from sandbox.scoring.battery import Battery, build, load_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, RECIPES, make_recipe
 from sandbox.scoring.report import summarise, write
 from sandbox.scoring.runner import code_version, default_store, import_plugin, run_battery
@@ -24,13 +24,13 @@ def _names(name: str, value) -> list[str]:
 
 
 def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict | Sequence[str] | None = None,
-          battery: str = "quick", against: str | Sequence[str] = DEFAULT_AGAINST, seeds: int | None = None,
-          backend: str = "local", out: str | Path | None = None, results: str | Path | None = None,
+          battery: str | dict | Battery = "quick", against: str | Sequence[str] = DEFAULT_AGAINST,
+          seeds: int | None = None, backend: str = "local", out: str | Path | None = None, results: str | Path | None = None,
           workers: int | None = None, progress: bool = True, ray_address: str | None = None,
           label: str | None = None) -> pd.DataFrame:
     """Score ``name`` (a registered estimator, one from ``plugin``, or a built-in recipe) on
-    ``battery`` against the recipes ``against``; returns the tidy frame (one row per method × cell
-    × seed: raw ``value``, ``score`` in [0, 1], ``diverged``). ``frame.attrs`` holds the scorecard
+    ``battery`` (a packaged battery's name, or battery data as in ``sandbox/scoring/batteries/``)
+    against the recipes ``against``; returns the tidy frame (one row per method × cell × seed: raw ``value``, ``score`` in [0, 1], ``diverged``). ``frame.attrs`` holds the scorecard
     summary and the job counts (total, reused, computed). With ``out``, writes
     ``scorecard.png|md|json`` there. Built-ins are reused from the results store
     (``results/scores``) when the battery version and code version match.
@@ -47,7 +47,9 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
         if Path(p).suffix == ".py" and not Path(p).is_file():
             raise ValueError(f"plugin file {p!r} does not exist")
         import_plugin(p)
-    bat = load_battery(battery).with_seeds(seeds)
+    bat = battery if isinstance(battery, Battery) else build(battery) if isinstance(battery, dict) \
+        else load_battery(battery)
+    bat = bat.with_seeds(seeds)
     recipe = make_recipe(name, settings)
     if label is not None or settings:
         recipe = type(recipe)(**{**recipe.__dict__, "name": label or _label(name, settings)})
