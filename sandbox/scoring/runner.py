@@ -30,7 +30,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 #: sources that never run inside a job, so cannot change a stored number (command line, the
 #: scoring front end, statistics and report drawing, the figure pipeline)
 PRESENTATION = ("cli.py", "reproduce.py", "analysis/plotting.py", "analysis/claims.py", "scoring/__init__.py",
-                "scoring/api.py", "scoring/statistics.py", "scoring/report.py")
+                "scoring/api.py", "scoring/statistics.py", "scoring/report.py", "scoring/batteries/versions.py")
 
 
 @functools.lru_cache(maxsize=1)
