@@ -8,8 +8,15 @@ import functools
 import pytest
 import torch
 
-from sandbox.scoring.battery import FRICTIONS, battery_names, build, definition_hash, load_battery, recorded_hash
 from sandbox.scoring.batteries import quick
+from sandbox.scoring.battery import (
+    FRICTIONS,
+    battery_names,
+    build,
+    definition_hash,
+    load_battery,
+    recorded_hash,
+)
 
 REQUIRED_CELLS = {  # the minimum: (env, friction) pairs every packaged battery must hold
     ("bandit", "actor bug"), ("bandit", "rare discovery"), ("bandit", "staleness"),
