@@ -210,8 +210,14 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         raise ValueError("score needs NAME (an estimator or recipe), or --list-batteries")
+    settings = {}
+    for item in args.score_settings:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        settings[key] = _parse_value(value)
     out = Path(args.out or f"scorecards/{args.name}-{args.battery}")
-    frame = score(args.name, plugin=args.score_plugins, settings=args.score_settings, battery=args.battery,
+    frame = score(args.name, plugin=args.score_plugins, settings=settings, battery=args.battery,
                   against=args.against, seeds=args.seeds, backend=args.backend, out=out, results=args.results,
                   workers=args.workers, progress=not args.quiet, ray_address=args.ray_address)
     jobs = frame.attrs["jobs"]

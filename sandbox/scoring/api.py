@@ -23,7 +23,7 @@ def _names(name: str, value) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict | Sequence[str] | None = None,
+def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict | None = None,
           battery: str | dict | Battery = "quick", against: str | Sequence[str] = DEFAULT_AGAINST,
           seeds: int | None = None, backend: str = "local", out: str | Path | None = None, results: str | Path | None = None,
           workers: int | None = None, progress: bool = True, ray_address: str | None = None,
@@ -35,8 +35,8 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     ``scorecard.png|md|json`` there. Built-ins are reused from the results store
     (``results/scores``) when the battery version and code version match.
 
-    ``settings``: ``{"eta": 0.5}`` or ``["eta=0.5"]`` — estimator hyperparameters, or the recipe
-    keys ``advantage``, ``advantage_kwargs``, ``controllers``.
+    ``settings``: ``{"eta": 0.5}`` — estimator hyperparameters, or the recipe keys ``advantage``,
+    ``advantage_kwargs``, ``controllers``.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
@@ -66,6 +66,5 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     return frame
 
 
-def _label(name: str, settings) -> str:
-    items = settings if isinstance(settings, (list, tuple)) else [f"{k}={v}" for k, v in dict(settings).items()]
-    return f"{name}[{','.join(items)}]"
+def _label(name: str, settings: dict) -> str:
+    return f"{name}[{','.join(f'{k}={v}' for k, v in settings.items())}]"

@@ -87,10 +87,13 @@ def probe_metrics(estimator, z: torch.Tensor, y: int, mu: torch.Tensor, B: int) 
     second = (mu * g.pow(2).sum(-1)).sum()
     perp = (mu * perpendicular(g, true.expand_as(g)).pow(2).sum(-1)).sum()
     batch_second = mean.pow(2).sum() + (second - mean.pow(2).sum()) / B
-    signal = float((mean * u).sum())
-    score = max(signal, 0.0) ** 2 / float(batch_second) if float(batch_second) > 0 else 0.0
+    signal, total = float((mean * u).sum()), float(batch_second)
+    if not (math.isfinite(signal) and math.isfinite(total)):
+        fraction = math.nan  # a diverged update
+    else:
+        fraction = min(1.0, max(signal, 0.0) ** 2 / total) if total > 0 else 0.0
     return {"cos": float(cosine(mean, true)), "perp_moment": float(perp / true.pow(2).sum()),
-            "signal_fraction": min(score, 1.0)}
+            "signal_fraction": fraction}
 
 
 def run_probe(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:

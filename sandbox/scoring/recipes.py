@@ -8,7 +8,6 @@ gradient projection (arXiv 2603.01501). A cell's own baseline applies unless the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from sandbox.runtime.config import _freeze
@@ -70,17 +69,10 @@ class Recipe:
             raise ValueError(f"method {self.name!r}: {str(err).splitlines()[0]}") from None
 
 
-def _parse(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def make_recipe(name: str, settings: dict | list | tuple | None = None) -> Recipe:
+def make_recipe(name: str, settings: dict | None = None) -> Recipe:
     """The recipe ``name`` (a built-in recipe, else a registered estimator with default settings),
-    with ``settings`` applied: ``{"eta": 0.5}`` or ``["eta=0.5", "advantage=grpo"]``; keys in
-    ``RECIPE_KEYS`` set the recipe, the others the estimator's hyperparameters."""
+    with ``settings`` applied, e.g. ``{"eta": 0.5, "advantage": "grpo"}``: keys in ``RECIPE_KEYS``
+    set the recipe, the others the estimator's hyperparameters."""
     from sandbox.estimators import ESTIMATORS
 
     if not isinstance(name, str) or not name:
@@ -88,14 +80,8 @@ def make_recipe(name: str, settings: dict | list | tuple | None = None) -> Recip
     if name not in RECIPES and name not in ESTIMATORS:
         raise ValueError(f"unknown estimator {name!r}; recipes: {sorted(RECIPES)}; estimators: {ESTIMATORS.names()}")
     base = dict(RECIPES.get(name, {"estimator": name}))
-    if isinstance(settings, (list, tuple)):
-        pairs = {}
-        for item in settings:
-            if not isinstance(item, str) or "=" not in item:
-                raise ValueError(f"settings must look like key=value, got {item!r}")
-            key, value = item.split("=", 1)
-            pairs[key] = _parse(value)
-        settings = pairs
+    if not isinstance(settings, (dict, type(None))):
+        raise ValueError(f"settings must be a dict of hyperparameters, got {type(settings).__name__}")
     settings = dict(settings or {})
     kwargs = dict(base.get("estimator_kwargs", {}))
     for key, value in settings.items():

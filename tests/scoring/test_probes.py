@@ -70,7 +70,7 @@ def test_a_nan_estimator_is_a_diverged_seed_scoring_zero():
     recipe = {"name": "nan", "estimator": "probe_nan_pg", "estimator_kwargs": {}, "advantage": None,
               "advantage_kwargs": {}, "controllers": []}
     frame = score_cell(cell, recipe, seed=0)
-    assert frame["diverged"].all() and (frame["score"] == 0).all() and frame["cos"].map(math.isnan).all()
+    assert frame["diverged"].all() and (frame["score"] == 0).all() and frame["value"].map(math.isnan).all()
     ok = run_probe(cell, {**recipe, "estimator": "reinforce"}, 0, 3)
     assert not ok["diverged"].any() and ok["value"].between(0, 1).all()
     assert "probe_nan_pg" in ESTIMATORS

@@ -75,7 +75,7 @@ def run(name, results, **kwargs):
 
 def test_score_writes_the_report_and_reuses_the_baselines(plugin, tmp_path):
     results, out = tmp_path / "results", tmp_path / "card"
-    first = run("score_test_clip", results, plugin=plugin, settings=["c=0.5"], out=out)
+    first = run("score_test_clip", results, plugin=plugin, settings={"c": 0.5}, out=out)
     assert first.attrs["jobs"] == {"total": 6, "reused": 0, "computed": 6}
     assert {p.name for p in out.iterdir()} == {"scorecard.png", "scorecard.md", "scorecard.json"}
     assert (out / "scorecard.png").stat().st_size > 10_000
@@ -89,7 +89,7 @@ def test_score_writes_the_report_and_reuses_the_baselines(plugin, tmp_path):
 
     second = run("dg", results, settings={"eta": 0.5})  # another new estimator: only its own cells run
     assert second.attrs["jobs"] == {"total": 6, "reused": 4, "computed": 2}
-    again = run("score_test_clip", results, plugin=plugin, settings=["c=0.5"])  # resumed: nothing recomputed
+    again = run("score_test_clip", results, plugin=plugin, settings={"c": 0.5})  # resumed: nothing recomputed
     assert again.attrs["jobs"]["computed"] == 0
     cols = ["method", "cell", "seed", "score"]
     assert again[cols].sort_values(cols).reset_index(drop=True).equals(first[cols].sort_values(cols).reset_index(drop=True))
@@ -108,11 +108,12 @@ def test_a_nan_estimator_scores_zero_and_is_counted(plugin, tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"name": "no_such_estimator"}, "unknown estimator 'no_such_estimator'"),
     ({"name": "dg", "battery": "no_such_battery"}, "unknown battery 'no_such_battery'"),
-    ({"name": "dg", "settings": ["zeta=1"]}, r"unknown hyperparameter\(s\) \['zeta'\] for estimator 'dg'"),
+    ({"name": "dg", "settings": {"zeta": 1}}, r"unknown hyperparameter\(s\) \['zeta'\] for estimator 'dg'"),
     ({"name": "dg", "settings": {"eta": -1}}, "method 'dg': eta must lie in"),
     ({"name": "dg", "against": "reinforce,nope"}, r"against must name built-in recipes .*unknown: \['nope'\]"),
     ({"name": "dg", "plugin": "missing_file.py"}, "plugin file 'missing_file.py' does not exist"),
     ({"name": "dg", "seeds": 0}, "seeds must be an integer"),
+    ({"name": "dg", "settings": ["eta=1"]}, "settings must be a dict"),
 ])
 def test_bad_input_is_a_one_line_error_and_keeps_the_cache(tmp_path, kwargs, message):
     store = default_store(tmp_path)
@@ -151,9 +152,9 @@ def test_the_cli_scores_a_plugin(plugin, tmp_path, capsys, monkeypatch):
     import sandbox.scoring.api as api
 
     monkeypatch.setattr(api, "load_battery", lambda name: api.build(TINY))
-    code = main(["score", "score_test_clip", "--plugin", plugin, "--against", AGAINST, "--workers", "1", "--quiet",
+    code = main(["score", "score_test_clip", "--plugin", plugin, "--set", "c=0.5", "--against", AGAINST, "--workers", "1", "--quiet",
                  "--results", str(tmp_path / "r"), "--out", str(tmp_path / "card")])
     out = capsys.readouterr().out
-    assert code == 0 and "6 jobs: 0 reused, 6 computed" in out and "| **score_test_clip** |" in out
+    assert code == 0 and "6 jobs: 0 reused, 6 computed" in out and "| **score_test_clip[c=0.5]** |" in out
     assert (tmp_path / "card" / "scorecard.png").is_file()
     assert textwrap.dedent(out).count("wrote") == 1
