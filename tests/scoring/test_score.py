@@ -69,6 +69,14 @@ def plugin(tmp_path_factory):
     return str(path)
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """A results folder with the tiny battery's baselines in it."""
+    results = tmp_path_factory.mktemp("filled")
+    run("reinforce", results)
+    return results
+
+
 def run(name, results, **kwargs):
     return score(name, battery=TINY, against=AGAINST, results=results, workers=1, progress=False, **kwargs)
 
@@ -115,11 +123,11 @@ def test_a_nan_estimator_scores_zero_and_is_counted(plugin, tmp_path):
     ({"name": "dg", "seeds": 0}, "seeds must be an integer"),
     ({"name": "dg", "settings": ["eta=1"]}, "settings must be a dict"),
 ])
-def test_bad_input_is_a_one_line_error_and_keeps_the_cache(tmp_path, kwargs, message):
-    store = default_store(tmp_path)
-    run("reinforce", tmp_path)  # something in the cache
+def test_bad_input_is_a_one_line_error_and_keeps_the_cache(filled, kwargs, message):
+    store = default_store(filled)
     cached = set(store.job_ids())
-    args = {"battery": TINY, "against": AGAINST, "results": tmp_path, "workers": 1, "progress": False, **kwargs}
+    assert cached
+    args = {"battery": TINY, "against": AGAINST, "results": filled, "workers": 1, "progress": False, **kwargs}
     with pytest.raises(ValueError, match=message) as info:
         score(**args)
     assert "\n" not in str(info.value)
