@@ -180,6 +180,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def add_score_parser(sub) -> None:
     """``sandbox score NAME``: score an estimator on a battery against the built-ins."""
+    from sandbox.scoring.recipes import DEFAULT_AGAINST
+
     p = sub.add_parser("score", help="score an estimator on a battery of frictions against the built-ins")
     p.add_argument("name", nargs="?", help="estimator (registered, or from --plugin) or built-in recipe")
     p.add_argument("--plugin", dest="score_plugins", action="append", default=[], metavar="FILE",
@@ -187,7 +189,7 @@ def add_score_parser(sub) -> None:
     p.add_argument("--set", dest="score_settings", action="append", default=[], metavar="KEY=VALUE",
                    help="estimator hyperparameter (or advantage=, advantage_kwargs=, controllers=); repeatable")
     p.add_argument("--battery", default="quick", help="battery name (see --list-batteries)")
-    p.add_argument("--against", default="reinforce,is_pg,tis,ppo,vcpo,gac,dg",
+    p.add_argument("--against", default=",".join(DEFAULT_AGAINST),
                    help="comma-separated built-in recipes to compare with")
     p.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the battery's)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
@@ -221,7 +223,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                   against=args.against, seeds=args.seeds, backend=args.backend, out=out, results=args.results,
                   workers=args.workers, progress=not args.quiet, ray_address=args.ray_address)
     jobs = frame.attrs["jobs"]
-    table = (out / "scorecard.md").read_text().split("\n\n")[2]
+    table = next(b for b in (out / "scorecard.md").read_text().split("\n\n") if b.startswith("| method"))
     print(f"{jobs['total']} jobs: {jobs['reused']} reused, {jobs['computed']} computed\n{table}\n"
           f"wrote {out / 'scorecard.png'}, {out / 'scorecard.md'}, {out / 'scorecard.json'}")
     return 0
