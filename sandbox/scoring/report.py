@@ -122,7 +122,7 @@ def figure(summary: dict):
     frictions = [f for f in FRICTIONS if any(r["friction"] == f for r in summary["cells"])]
     fig = plt.figure(figsize=(3.0 * len(frictions), 7.2))
     grid = fig.add_gridspec(2, 2 * len(frictions))
-    offsets = np.linspace(-0.3, 0.3, len(methods))
+    offsets = np.linspace(-0.3, 0.3, len(methods)) if len(methods) > 1 else np.zeros(1)
     style = {m: ({"color": "black", "ms": 7, "zorder": 3, "mec": "black"} if m == new else
                  {"color": color(m), "ms": 4, "alpha": 0.8}) for m in methods}
     for i, friction in enumerate(frictions):
@@ -134,13 +134,15 @@ def figure(summary: dict):
             mean = np.array([r["mean"] for r in rs])
             err = np.array([[r["mean"] - r["low"] for r in rs], [r["high"] - r["mean"] for r in rs]])
             ax.errorbar(x, mean, yerr=err, fmt="o", capsize=2, lw=1, label=m, **style[m])
-        ax.set_xticks(range(len(cells)), [c.replace("/", "\n") for c in cells], fontsize=7)
+        ax.set_xticks(range(len(cells)), [c.replace("/", "\n") for c in cells], fontsize=6)
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(friction)
         if i == 0:
             ax.set_ylabel("score (mean, 95% CI)")
-    fig.axes[0].legend(loc="lower left", fontsize=7, ncol=2)
-    ax = fig.add_subplot(grid[1, :max(2, len(frictions) - 1)])
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+    half = len(frictions)
+    ax = fig.add_subplot(grid[1, :half])
     for j, m in enumerate(methods):
         iv = summary["aggregate"][m]["iqm"]
         ax.errorbar(iv["estimate"], j, xerr=[[iv["estimate"] - iv["low"]], [iv["high"] - iv["estimate"]]], fmt="o",
@@ -149,7 +151,7 @@ def figure(summary: dict):
     ax.invert_yaxis()
     ax.set_xlabel("IQM score over cells and seeds (95% stratified bootstrap CI)")
     ax.set_title("aggregate")
-    ax = fig.add_subplot(grid[1, max(2, len(frictions) - 1):])
+    ax = fig.add_subplot(grid[1, half:])
     poi = summary["probability_of_improvement"]
     matrix = np.array([[np.nan if a == b else poi[a][b]["estimate"] for b in methods] for a in methods])
     image = ax.imshow(matrix, cmap="RdBu", vmin=0, vmax=1)
@@ -158,7 +160,7 @@ def figure(summary: dict):
             if a != b:
                 iv = poi[methods[a]][methods[b]]
                 sure = iv["low"] > 0.5 or iv["high"] < 0.5
-                ax.text(b, a, f"{matrix[a, b]:.2f}" + ("*" if sure else ""), ha="center", va="center", fontsize=7)
+                ax.text(b, a, f"{matrix[a, b]:.2f}" + ("*" if sure else ""), ha="center", va="center", fontsize=6)
     ax.set_xticks(range(len(methods)), methods, rotation=45, ha="right")
     ax.set_yticks(range(len(methods)), methods)
     ax.set_title("P(row > column)\n* its 95% CI excludes ½", fontsize=9)
