@@ -84,7 +84,7 @@ def markdown(summary: dict, code: str = "") -> str:
              f"{len(summary['seeds'])} cells, {'/'.join(map(str, seeds))} seeds per cell, commit `{summary['commit']}`"
              + (f", code version `{code}`" if code else "") + ".",
              "Scores are in [0, 1] (0: a random policy, 1: the environment's best; probes: the signal fraction). "
-             "IQM over cells and seeds with a 95% stratified bootstrap interval; P(new > method) is the "
+             "IQM over every (cell, seed) score pooled, with a 95% stratified bootstrap interval; P(new > method) is the "
              "probability of improvement averaged over cells (95% stratified bootstrap). A diverged run "
              "scores 0 and is counted.", "",
              f"| method | IQM [95% CI] | P({new} > method) [95% CI] | " + " | ".join(frictions) + " | diverged |",
