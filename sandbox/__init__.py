@@ -20,6 +20,16 @@ from sandbox.estimators import (  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """``sandbox.score`` is imported on first use (it pulls in the runtime and pandas)."""
+    if name == "score":
+        from sandbox.scoring import score
+
+        return score
+    raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+
+
 __all__ = [
     "ESTIMATORS",
     "Estimator",
@@ -28,4 +38,5 @@ __all__ = [
     "TokenLoss",
     "make_estimator",
     "register_estimator",
+    "score",
 ]

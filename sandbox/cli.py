@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from sandbox.advantages import ADVANTAGES
+from sandbox.cli_score import add_score_parser, parse_value
 from sandbox.controllers import CONTROLLERS
 from sandbox.estimators import ESTIMATORS
 
@@ -121,13 +122,6 @@ def load_plugin(module: str) -> None:
 
 
 
-def _parse_value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def read_config_file(path: str) -> dict:
     file = Path(path)
     if not file.is_file():
@@ -157,7 +151,7 @@ def config_from_args(args: argparse.Namespace):
             target = target.setdefault(parent, {})
             if not isinstance(target, dict):
                 raise ValueError(f"--set {item}: {parent} is not a dict field")
-        target[leaf] = _parse_value(value)
+        target[leaf] = parse_value(value)
     return RunConfig.from_dict(data)
 
 
@@ -344,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import MODULE first (repeatable), so the estimators it registers are available")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_bench_parser):
+    for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
+                add_bench_parser):
         add(sub)
     return parser
 

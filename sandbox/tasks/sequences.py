@@ -23,19 +23,19 @@ from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY
 from sandbox.core.validation import check_choice, check_int, check_range
-from sandbox.envs.sequences import SEQUENCE_ENVS, TASK_NAMES, WRONG_ANSWERS, SequenceEnv
+from sandbox.envs.sequences import (
+    SEQUENCE_ENVS,
+    TASK_NAMES,
+    WRONG_ANSWERS,
+    SequenceEnv,
+    all_sequences,
+)
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.policies.transformer import Transformer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
 from sandbox.tasks.screened import screened_objective
 
 EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
-
-
-def all_sequences(length: int, vocab: int) -> Tensor:
-    """Every sequence of ``length`` tokens over ``vocab``, ``[vocab^length, length]`` (lexicographic)."""
-    digits = torch.arange(vocab ** length).unsqueeze(-1) // vocab ** torch.arange(length - 1, -1, -1)
-    return digits % vocab
 
 
 @register_task("sequences")

@@ -9,7 +9,13 @@ sequence tasks"); the tiny-transformer task that learns them is ``sandbox.tasks.
 | ``subsequence_match`` | 5 | 2 | 32 | ±1 if the prompt is a subsequence of the answer |
 """
 
-from sandbox.envs.sequences.base import SEQUENCE_ENVS, WRONG_ANSWERS, SequenceEnv, signed
+from sandbox.envs.sequences.base import (
+           SEQUENCE_ENVS,
+           WRONG_ANSWERS,
+           SequenceEnv,
+           all_sequences,
+           signed,
+)
 from sandbox.envs.sequences.bit_parity import BitParity, parity_labels
 from sandbox.envs.sequences.key_value import KeyValue, key_value_labels
 from sandbox.envs.sequences.reverse_copy import (
@@ -23,5 +29,5 @@ from sandbox.envs.sequences.subsequence_match import SubsequenceMatch, is_subseq
 TASK_NAMES = ("reverse_copy", "bit_parity", "key_value", "subsequence_match")
 
 __all__ = ["MATCHES", "SEQUENCE_ENVS", "TASK_NAMES", "WRONG_ANSWERS", "BitParity", "KeyValue", "ReverseCopy",
-           "SequenceEnv", "SubsequenceMatch", "is_subsequence", "key_value_labels", "parity_labels",
+           "SequenceEnv", "SubsequenceMatch", "all_sequences", "is_subsequence", "key_value_labels", "parity_labels",
            "reversal_reward", "reversal_targets", "signed"]

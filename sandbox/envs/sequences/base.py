@@ -20,6 +20,12 @@ SEQUENCE_ENVS: Registry[SequenceEnv] = Registry("sequence problem")
 WRONG_ANSWERS = ("shifted", "constant")
 
 
+def all_sequences(length: int, vocab: int) -> Tensor:
+    """Every sequence of ``length`` tokens over ``vocab``, ``[vocab^length, length]`` (lexicographic)."""
+    digits = torch.arange(vocab ** length).unsqueeze(-1) // vocab ** torch.arange(length - 1, -1, -1)
+    return digits % vocab
+
+
 def signed(correct: Tensor) -> Tensor:
     """+1 where correct, −1 elsewhere."""
     return correct.to(torch.get_default_dtype()) * 2 - 1

@@ -1,0 +1,62 @@
+"""The ``quick`` battery: every friction on the bandits (exact probes), MNIST and token reversal.
+
+Data only. Sized for ≤ 5 minutes of a new estimator's runs on 2 cores (see the README, "Score an
+estimator"). Changing anything here changes the battery's hash: bump ``version`` and record the new
+hash in ``versions.py`` (tests/scoring/test_battery.py fails until you do).
+"""
+
+#: error of a uniform policy on token reversal with V = 2 and the to-first-error reward:
+#: 1 − Σ_{k=1..H} 2^−k / H (the expected correct prefix of random tokens)
+RANDOM_REVERSAL_H3 = 1 - (1 / 2 + 1 / 4 + 1 / 8) / 3
+
+BATTERY = {
+    "name": "quick",
+    "version": 1,
+    "description": "bandit probes (exact), MNIST under staleness/label flips/an actor bug, "
+                   "token reversal (H = 3) under each friction and all four at once",
+    "seed": 0,
+    "envs": {
+        "bandit": {
+            "kind": "probe", "seeds": 16, "metric": "signal_fraction", "random": 0.0, "best": 1.0,
+            "probe": {"K": 10, "B": 100},
+        },
+        "mnist": {
+            "kind": "train", "seeds": 8, "metric": "error", "random": 0.9, "best": 0.0,
+            "run": {"task": "mnist", "task_kwargs": {"batch_size": 100, "split": "test10k", "eval_size": 1000},
+                    "advantage": "confidence", "optimizer": "adam", "lr": 1e-3, "steps": 500, "log_points": 4},
+        },
+        "reversal": {
+            "kind": "train", "seeds": 8, "metric": "error", "random": RANDOM_REVERSAL_H3, "best": 0.0,
+            "run": {"task": "reverse_copy", "task_kwargs": {"H": 3, "V": 2, "eval_mode": "exact"},
+                    "optimizer": "adam", "lr": 3e-4, "steps": 300, "log_points": 4},
+        },
+    },
+    "cells": [
+        {"name": "bandit/rare-failures", "env": "bandit", "friction": "actor bug",
+         "probe": {"p_correct": 0.99, "actor": "point_mass", "rho": 0.1}},
+        {"name": "bandit/rare-successes", "env": "bandit", "friction": "rare discovery",
+         "probe": {"p_correct": 0.01, "actor": "discovery", "rho": 0.1}},
+        {"name": "bandit/stale-actor", "env": "bandit", "friction": "staleness",
+         "probe": {"p_correct": 0.99, "actor": "stale", "p_actor": 0.5}},
+        {"name": "mnist/stale-D4", "env": "mnist", "friction": "staleness",
+         "run": {"staleness": {"kind": "fixed", "D": 4}, "history": "rollouts"}},
+        {"name": "mnist/stale-D128", "env": "mnist", "friction": "staleness",
+         "run": {"staleness": {"kind": "fixed", "D": 128}, "history": "rollouts"}},
+        {"name": "mnist/label-flip", "env": "mnist", "friction": "reward corruption",
+         "run": {"frictions": [["label_flip", {"p": 0.3}]]}},
+        {"name": "mnist/actor-bug", "env": "mnist", "friction": "actor bug",
+         "run": {"frictions": [["landmine", {"p_bug": 0.2}]]}},
+        {"name": "reversal/stale-D8", "env": "reversal", "friction": "staleness",
+         "run": {"staleness": {"kind": "fixed", "D": 8}}},
+        {"name": "reversal/landmine", "env": "reversal", "friction": "actor bug",
+         "run": {"frictions": [["landmine", {"p_bug": 0.1}]]}},
+        {"name": "reversal/reward-flip", "env": "reversal", "friction": "reward corruption",
+         "run": {"frictions": [["bernoulli_reward", {"p": 0.2}]]}},
+        {"name": "reversal/rare-discovery", "env": "reversal", "friction": "rare discovery",
+         "run": {"frictions": [["rare_discovery", {"p_disc": 0.05}]]}},
+        {"name": "reversal/all-four", "env": "reversal", "friction": "all four",
+         "run": {"staleness": {"kind": "fixed", "D": 4},
+                 "frictions": [["landmine", {"p_bug": 0.1}], ["bernoulli_reward", {"p": 0.1}],
+                               ["rare_discovery", {"p_disc": 0.02}]]}},
+    ],
+}

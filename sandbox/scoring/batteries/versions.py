@@ -1,0 +1,11 @@
+"""The hash of every released battery version (``sandbox.scoring.battery.definition_hash``).
+
+Changing a battery's definition changes its hash: bump its ``version`` and add the new hash here
+(keep the old ones: a version number never names two definitions).
+"""
+
+VERSIONS = {
+    "paper": {1: "579b2148553220f65394ef96d63054e8e97950c6687c3411e65a9215bf5e4c73"},
+    "quick": {1: "01705005bd8d8b18ca1b6c75ac4e81b544ce202c3af8f5fac2c5e66f91eeedb8"},
+    "standard": {1: "7bcc34a30d3270d6baee306a4ac9c4d6d5562e14bb22405b26c1137d9cd3f517"},
+}

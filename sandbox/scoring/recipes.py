@@ -1,0 +1,96 @@
+"""Recipes: an estimator with its baseline and controllers, the unit a battery scores.
+
+``RECIPES`` holds the built-in comparison methods as data. VCPO is sequence-level truncated IS
+(C = 8) with the minimum-variance baseline and the ESS-scaled step (arXiv 2602.17616; the ρ²
+weights, because per-sample gradient norms are not available on every task); GAC is REINFORCE with
+gradient projection (arXiv 2603.01501). A cell's own baseline applies unless the recipe names one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sandbox.runtime.config import _freeze
+
+RECIPES: dict[str, dict] = {
+    "reinforce": {"estimator": "reinforce"},
+    "is_pg": {"estimator": "is_pg"},
+    "tis": {"estimator": "tis", "estimator_kwargs": {"C": 2.0}},
+    "ppo": {"estimator": "ppo"},
+    "vcpo": {"estimator": "tis", "estimator_kwargs": {"C": 8.0, "level": "sequence"},
+             "advantage": "min_variance", "advantage_kwargs": {"weights": "rho2"},
+             "controllers": [["ess_lr", {}]]},
+    "gac": {"estimator": "reinforce", "controllers": [["gac", {}]]},
+    "dg": {"estimator": "dg", "estimator_kwargs": {"eta": 1.0}},
+}
+DEFAULT_AGAINST = tuple(RECIPES)
+#: --set keys that address the recipe rather than the estimator's hyperparameters
+RECIPE_KEYS = ("advantage", "advantage_kwargs", "controllers")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A method to score: ``name`` (its label) and the RunConfig fields it sets."""
+
+    name: str
+    estimator: str
+    estimator_kwargs: dict = field(default_factory=dict)
+    advantage: str | None = None  # None: the cell's baseline
+    advantage_kwargs: dict = field(default_factory=dict)
+    controllers: tuple = ()
+
+    def run_fields(self) -> dict:
+        """RunConfig fields: estimator, its kwargs, controllers and (when set) the baseline."""
+        fields = {"estimator": self.estimator, "estimator_kwargs": dict(self.estimator_kwargs),
+                  "controllers": tuple((n, dict(k)) for n, k in self.controllers)}
+        if self.advantage is not None:
+            fields.update(advantage=self.advantage, advantage_kwargs=dict(self.advantage_kwargs))
+        return fields
+
+    def to_dict(self) -> dict:
+        return _freeze({k: getattr(self, k) for k in self.__dataclass_fields__})
+
+    def check(self) -> None:
+        """Build the estimator, baseline and controllers once: unknown names or rejected
+        hyperparameters raise a one-line ``ValueError`` naming the method."""
+        from sandbox.advantages import make_advantage
+        from sandbox.controllers import make_controller
+        from sandbox.estimators import make_estimator
+
+        try:
+            make_estimator(self.estimator, **self.estimator_kwargs)
+            if self.advantage is not None:
+                make_advantage(self.advantage, **self.advantage_kwargs)
+            for name, kwargs in self.controllers:
+                make_controller(name, **kwargs)
+        except TypeError as err:  # e.g. a plugin's own __init__ rejecting a keyword
+            raise ValueError(f"method {self.name!r}: {err}") from None
+        except ValueError as err:
+            raise ValueError(f"method {self.name!r}: {str(err).splitlines()[0]}") from None
+
+
+def make_recipe(name: str, settings: dict | None = None) -> Recipe:
+    """The recipe ``name`` (a built-in recipe, else a registered estimator with default settings),
+    with ``settings`` applied, e.g. ``{"eta": 0.5, "advantage": "grpo"}``: keys in ``RECIPE_KEYS``
+    set the recipe, the others the estimator's hyperparameters."""
+    from sandbox.estimators import ESTIMATORS
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string (an estimator or recipe), got {name!r}")
+    if name not in RECIPES and name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; recipes: {sorted(RECIPES)}; estimators: {ESTIMATORS.names()}")
+    base = dict(RECIPES.get(name, {"estimator": name}))
+    if not isinstance(settings, (dict, type(None))):
+        raise ValueError(f"settings must be a dict of hyperparameters, got {type(settings).__name__}")
+    settings = dict(settings or {})
+    kwargs = dict(base.get("estimator_kwargs", {}))
+    for key, value in settings.items():
+        if key in RECIPE_KEYS:
+            base[key] = value
+        else:
+            kwargs[key] = value
+    controllers = tuple((n, dict(k)) for n, k in base.get("controllers", ()))
+    recipe = Recipe(name=name, estimator=base["estimator"], estimator_kwargs=kwargs, advantage=base.get("advantage"),
+                    advantage_kwargs=dict(base.get("advantage_kwargs", {})), controllers=controllers)
+    recipe.check()
+    return recipe

@@ -1,0 +1,144 @@
+"""Running a battery: one job per (method, cell) through the sweep engine and the results store.
+
+A job's parameters hold the cell, the recipe, the battery's name and version and the *code
+version* (a hash of the library's sources that can change numbers), so a stored result is reused
+exactly when all of them match: the built-ins are computed once per battery and code version, and
+scoring a new estimator costs only its own runs. A plugin's source hash joins its jobs' parameters.
+Interrupted runs resume (finished jobs are never recomputed; writes are atomic).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from sandbox.analysis.store import DEFAULT_ROOT, ResultsStore
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.pool import import_plugins
+from sandbox.runtime.sweep import Job, SweepReport, intra_op_threads, run_sweep
+from sandbox.scoring.battery import Battery, Cell
+from sandbox.scoring.recipes import Recipe
+
+log = logging.getLogger(__name__)
+PACKAGE = Path(__file__).resolve().parents[1]
+#: sources that never run inside a job, so cannot change a stored number (command line, the
+#: scoring front end, statistics and report drawing, the figure pipeline)
+PRESENTATION = ("cli.py", "reproduce.py", "analysis/plotting.py", "analysis/claims.py", "scoring/__init__.py",
+                "scoring/api.py", "scoring/statistics.py", "scoring/report.py", "scoring/batteries/versions.py")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """sha256 (16 hex digits) over the library's ``.py`` sources, except presentation-only files."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel not in PRESENTATION:
+            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def file_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def import_plugin(plugin: str) -> None:
+    """Import a plugin (a ``.py`` path or a module name) once, through the one loader
+    (``sandbox.runtime.pool.import_plugins``, as workers do); any failure is a one-line
+    ``ValueError`` naming the plugin and the error."""
+    path = Path(plugin)
+    try:
+        import_plugins([plugin])
+    except Exception as err:  # a broken plugin is bad input, never a traceback
+        sys.modules.pop(path.stem if path.suffix == ".py" else plugin, None)
+        detail = str(err).splitlines()[0] if str(err) else ""
+        raise ValueError(f"plugin {plugin!r} failed to import: {type(err).__name__}: {detail}") from None
+
+
+def jobs(battery: Battery, recipe: Recipe, plugins: tuple[str, ...] = ()) -> list[Job]:
+    """One job per cell of ``battery`` for ``recipe``."""
+    stamp = {"battery": battery.name, "version": battery.version, "code": code_version(), "seed": battery.seed}
+    if plugins:
+        stamp["plugins"] = [str(Path(p).resolve()) if Path(p).suffix == ".py" else p for p in plugins]
+        stamp["plugin_sha"] = [file_hash(p) for p in plugins if Path(p).suffix == ".py"]
+    return [Job("sandbox.scoring.runner:score_cell", {"cell": cell.to_dict(), "recipe": recipe.to_dict(), **stamp},
+                f"{recipe.name} | {cell.name}") for cell in battery.cells]
+
+
+def score_cell(cell: dict, recipe: dict, seed: int, plugins: list | None = None, **stamp) -> pd.DataFrame:
+    """Job function: one row per seed with the raw metric (``value``), the normalised ``score``
+    and ``diverged`` (a diverged seed scores 0)."""
+    from sandbox.estimators import ESTIMATORS
+    from sandbox.scoring.probes import run_probe
+
+    if recipe["estimator"] not in ESTIMATORS:  # a worker process: register the plugin's estimators
+        for plugin in plugins or ():
+            import_plugin(plugin)
+    spec = Cell(**cell)
+    start = time.process_time()
+    with intra_op_threads(1):
+        runner = run_probe if spec.kind == "probe" else _train
+        frame = runner(cell, recipe, seed, spec.seeds)
+    frame["cpu_s"] = time.process_time() - start  # this job's CPU time (Ray workers excluded)
+    frame["score"] = [0.0 if d else spec.normalise(v) for v, d in zip(frame["value"], frame["diverged"])]
+    frame["method"], frame["cell"], frame["env"], frame["friction"] = recipe["name"], spec.name, spec.env, spec.friction
+    return frame
+
+
+def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
+    """Train the recipe on the cell: the seeds as one population, or one run per seed."""
+    from sandbox.runtime.loop import train
+
+    rec = Recipe(**{**recipe, "controllers": tuple(tuple(c) for c in recipe["controllers"])})
+    fields = {**cell["run"], **rec.run_fields()}
+    batched = cell.get("batched", True)
+    configs = [RunConfig.from_dict({**fields, "seed": seed if batched else seed + s,
+                                    "task_kwargs": {**fields.get("task_kwargs", {}), "population": seeds if batched else 1}})
+               for s in range(1 if batched else seeds)]
+    frames = []
+    for i, config in enumerate(configs):
+        if cell.get("async_config"):
+            from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
+
+            acfg = AsyncConfig(**cell["async_config"])
+            ensure_ray(acfg.address)
+            frame = train_async(config, acfg)
+        else:
+            frame = train(config)
+        last = frame.sort_values("step").groupby("member").tail(1).sort_values("member")
+        metric = cell["metric"]
+        frames.append(pd.DataFrame({
+            "seed": last["member"].to_numpy() + i, "value": last[metric].to_numpy(dtype=float),
+            "diverged": last["diverged"].to_numpy(dtype=bool) | ~last[metric].map(math.isfinite).to_numpy(dtype=bool),
+            "steps": last["completed_steps"].to_numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def default_store(results: str | Path | None = None) -> ResultsStore:
+    """Scores live in ``RESULTS/scores`` (``$SANDBOX_RESULTS`` or ``results``)."""
+    return ResultsStore(Path(results if results is not None else DEFAULT_ROOT) / "scores")
+
+
+def run_battery(battery: Battery, recipes: list[tuple[Recipe, tuple[str, ...]]], store: ResultsStore,
+                backend: str = "local", workers: int | None = None, progress: bool = True,
+                ray_address: str | None = None) -> tuple[pd.DataFrame, SweepReport]:
+    """Run (or reuse) every (recipe, cell) job and return the tidy frame (one row per method ×
+    cell × seed) with the sweep report. Failed jobs raise one ``ValueError`` after all the others
+    finished and were stored."""
+    all_jobs = [j for recipe, plugins in recipes for j in jobs(battery, recipe, plugins)]
+    report = run_sweep(all_jobs, store, backend=backend, workers=workers, progress=progress,
+                       ray_address=ray_address, desc=f"score {battery.name}")
+    if report.failed:
+        labels = {j.id: j.label for j in all_jobs}
+        job_id, error = next(iter(report.failed.items()))
+        last = [line for line in error.strip().splitlines() if line.strip()][-1]
+        raise ValueError(f"{len(report.failed)} of {report.total} job(s) failed; e.g. {labels[job_id]}: {last}")
+    frame = store.read_many([j.id for j in all_jobs])
+    return frame, report
