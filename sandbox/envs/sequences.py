@@ -131,7 +131,8 @@ class SequenceTask(Task):
     heads: int = 4
     layers: int = 3
     mlp: int = 128
-    init_std: float = 0.02
+    init_std: float = 0.02  # the gpt2 variant's weight std
+    variant: str = "reference"  # transformer: 'reference' (the egg model) | 'gpt2'
     temperature: float = 1.0  # sampler temperature (the learner's policy is at temperature 1)
     eps_mix: float = 0.0  # sampler ε-mixing with the uniform distribution (reported in μ)
     eval_prompts: int = 100  # evaluation batch: eval_prompts × eval_samples fresh rows
@@ -177,8 +178,9 @@ class SequenceTask(Task):
             "key_value": (2 * self.n_pairs + 1, 1), "subsequence_match": (self.sub_prompt, self.sub_answer),
         }[self.problem]
         self.reward_range = (0.0, 1.0) if self.problem == "reverse_copy" else (-1.0, 1.0)
-        self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len - 1, width=self.width,
-                                 heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std)
+        self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
+                                 heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
+                                 variant=self.variant)
         if self.eval_mode == "exact":
             if self.problem not in ("reverse_copy", "bit_parity"):
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
