@@ -157,7 +157,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from sandbox.reproduce import reproduce, summary
 
     outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=args.results, figures_dir=args.figures,
-                         workers=args.workers, backend=args.backend)
+                         workers=args.workers, backend=args.backend, base_seed=args.base_seed)
     print(summary(outcomes))
     return 0 if all(o.ok for o in outcomes) else 1
 
@@ -225,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="sweeps + notebooks: write paper_figures/ and check every claim")
     sweep_options(p)
     p.add_argument("--figures", default=os.environ.get("SANDBOX_FIGURES", "paper_figures"))
+    p.add_argument("--base-seed", type=int, default=0,
+                   help="offset of every job's seed (K moves seeds by K·1000: an independent replication)")
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("bench", help="run benchmarks/ scripts")

@@ -8,17 +8,66 @@ source (its jupytext pair).
 
 from __future__ import annotations
 
+import copy
+import inspect
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox.analysis.claims import Claim, format_claims, load_claims
 from sandbox.analysis.store import ResultsStore
-from sandbox.runtime.sweep import run_sweep
+from sandbox.runtime.sweep import Job, run_sweep
 
 log = logging.getLogger(__name__)
+
+#: base seed K moves every seed by K·SEED_STRIDE: the seed sets of different base seeds are disjoint
+SEED_STRIDE = 1000
+
+
+def base_seed_from_env() -> int:
+    """``$SANDBOX_BASE_SEED`` (default 0), the base seed a notebook's ``results()`` applies."""
+    value = os.environ.get("SANDBOX_BASE_SEED", "0")
+    if not value.isdigit():
+        raise ValueError(f"SANDBOX_BASE_SEED must be an integer ≥ 0, got {value!r}")
+    return int(value)
+
+
+def _shift(params, offset: int):
+    if isinstance(params, dict):
+        return {k: v + offset if k == "seed" and isinstance(v, int) else _shift(v, offset) for k, v in params.items()}
+    if isinstance(params, (list, tuple)):
+        return type(params)(_shift(v, offset) for v in params)
+    return params
+
+
+def _has_seed(params) -> bool:
+    if isinstance(params, dict):
+        return "seed" in params or any(_has_seed(v) for v in params.values())
+    return isinstance(params, (list, tuple)) and any(_has_seed(v) for v in params)
+
+
+def offset_seeds(jobs: list[Job], base_seed: int) -> list[Job]:
+    """The jobs with every seed moved by ``base_seed``·SEED_STRIDE: each ``seed`` entry of their
+    parameters (nested run configs too) or, for a job function with a ``seed`` argument it is not
+    given, that argument (its default + the offset). Base seed 0 returns the jobs unchanged."""
+    if not isinstance(base_seed, int) or base_seed < 0:
+        raise ValueError(f"base_seed must be an integer ≥ 0, got {base_seed!r}")
+    if base_seed == 0:
+        return list(jobs)
+    offset = base_seed * SEED_STRIDE
+    out = []
+    for job in jobs:
+        params = copy.deepcopy(job.params)
+        if _has_seed(params):
+            params = _shift(params, offset)
+        else:
+            arg = inspect.signature(job.resolve()).parameters.get("seed")
+            if arg is not None and isinstance(arg.default, int):
+                params["seed"] = arg.default + offset
+        out.append(replace(job, params=params))
+    return out
 
 
 @dataclass
@@ -60,12 +109,15 @@ def execute_notebook(source: Path, output: Path | None, env: dict[str, str], tim
 
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",
               figures_dir: str | os.PathLike = "paper_figures", notebooks_dir: str | os.PathLike | None = None,
-              workers: int | None = None, backend: str = "local", progress: bool = True) -> list[FigureOutcome]:
-    """Run the selected figures end to end; never stops at the first failure."""
+              workers: int | None = None, backend: str = "local", progress: bool = True,
+              base_seed: int = 0) -> list[FigureOutcome]:
+    """Run the selected figures end to end; never stops at the first failure. ``base_seed`` K
+    moves every job's seeds by K·SEED_STRIDE (``offset_seeds``): an independent replication."""
     from simulations import FIDELITIES, select
 
     if fidelity not in FIDELITIES:
         raise ValueError(f"fidelity must be one of {list(FIDELITIES)}, got {fidelity!r}")
+    offset_seeds([], base_seed)  # validates it
     figures = select(names)
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     store = ResultsStore(results_dir)
@@ -73,15 +125,16 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     for figure in figures:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
-        claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}.json"
+        suffix = f".seed{base_seed}" if base_seed else ""
+        claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json"
         try:
-            report = run_sweep(figure.jobs(fidelity), store, backend=backend, workers=workers,
+            report = run_sweep(offset_seeds(figure.jobs(fidelity), base_seed), store, backend=backend, workers=workers,
                                progress=progress, desc=figure.name)
             if not report.ok:
                 raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
                    "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
-                   "SANDBOX_WORKERS": str(workers or 1)}
+                   "SANDBOX_WORKERS": str(workers or 1), "SANDBOX_BASE_SEED": str(base_seed)}
             source = figure.notebook_path()
             output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
             execute_notebook(source, output, env)
