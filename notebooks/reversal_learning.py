@@ -25,7 +25,7 @@
 #
 # **Fidelity.** Both fidelities run the papers' H = 10. Full: 10 seeds (one job each), 5000 steps,
 # error on a fresh sampled batch of 100 prompts × 10 answers, all four methods. Quick (the test
-# suite): 6 seeds (one batched job per method), 160 steps — DG solves the task in ~200–250 steps,
+# suite): 5 seeds (one batched job per method), 150 steps — DG solves the task in ~200–250 steps,
 # so the quick figure is the early part of learning, where the methods separate — error on
 # 20 prompts × 10 answers, and no PPO run.
 #
@@ -67,7 +67,7 @@ save_figure(fig, "reversal-learning", note=f"fidelity={fidelity}, {frame.replica
 # ## Claims
 # DG reaches a lower final error than every baseline (paired over seeds: the same seed gives every
 # method the same initial network and the same first batch). The final error is averaged over the
-# last three logged steps (at quick fidelity steps 77, 111 and 160).
+# last three logged steps (at quick fidelity steps 73, 105 and 150).
 
 # %%
 finals = {m: final(frame[frame.method == m], last=3).to_numpy() for m in methods}

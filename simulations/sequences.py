@@ -60,7 +60,7 @@ FIDELITY = {
         "seeds": 4, "batched_seeds": True, "eval": {"eval_mode": "exact"}, "log_points": 30,
         "large_eval": {"eval_mode": "sampled", "eval_prompts": 20, "eval_samples": 10}, "large_log_points": 15,
         "H": 2, "steps": 150,
-        "learning_H": 10, "learning_steps": 160, "learning_seeds": 6, "learning_methods": ("PG", "PMPO", "DG"),
+        "learning_H": 10, "learning_steps": 150, "learning_seeds": 5, "learning_methods": ("PG", "PMPO", "DG"),
         "scaling_H": (1, 2, 3), "scaling_V": (), "scaling_V_H": 2, "scaling_methods": ("PG", "DG"),
         "scaling_steps": {1: 60, 2: 150, 3: 240}, "threshold": 0.3,
         "friction_methods": ("PG", "DG"), "friction_extra": {}, "friction_steps": 150,
