@@ -51,3 +51,12 @@ def test_sequence_figures_get_disjoint_seeds(name):
     seeds = {j.params["config"]["seed"] for j in jobs}
     moved = {j.params["config"]["seed"] for j in offset_seeds(jobs, 1)}
     assert moved == {s + SEED_STRIDE for s in seeds} and not moved & seeds
+
+
+def test_cli_base_seed_option(capsys):
+    from sandbox.cli import build_parser, main
+
+    assert build_parser().parse_args(["reproduce", "gate", "--base-seed", "2"]).base_seed == 2
+    assert build_parser().parse_args(["reproduce", "gate"]).base_seed == 0
+    assert main(["reproduce", "gate", "--base-seed", "-1"]) == 2
+    assert "base_seed must be an integer ≥ 0" in capsys.readouterr().err
