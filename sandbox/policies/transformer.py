@@ -81,8 +81,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causa
 class Transformer:
     """Configuration and functional forward passes of the tiny transformer.
 
-    vocab: vocabulary size V ≥ 2. context: number of positions (P + A − 1 for prompt length P and
-    answer length A). width, heads, layers, mlp: the architecture (width divisible by heads).
+    vocab: vocabulary size V ≥ 2. context: number of positions (at least P + A − 1 for prompt
+    length P and answer length A; the reference, and the sequence tasks, use P + A). width, heads, layers, mlp: the architecture (width divisible by heads).
     variant: 'reference' (the egg model: ReLU, Flax initialisers, LayerNorm eps 1e-6) or 'gpt2'
     (GELU, N(0, init_std²) weights with the residual projections scaled by 1/√(2L), eps 1e-5).
     init_std: the gpt2 variant's weight std (unused by 'reference').
