@@ -29,7 +29,10 @@
 # **What is asserted at quick fidelity.** With one length the spec's claim (DG solves *longer*
 # sequences than every baseline) cannot be asserted; it is asserted at full fidelity. At quick
 # fidelity we assert that under all four frictions DG's final error at H = 10 is below PG's
-# (paired over seeds), and report whether DG's final error is below the 0.2 "solved" threshold.
+# (paired over seeds; measured DG − PG: −0.27, −0.23, −0.25 at base seeds 0, 1, 2, paired
+# t-intervals below 0), and report whether DG's final error is below the 0.2 "solved" threshold
+# (measured 0.13, 0.14, 0.17: DG is still learning at step 200 under the four frictions, and at
+# base seed 2 the interval reaches 0.2 — reported, not asserted).
 
 # %%
 import numpy as np
