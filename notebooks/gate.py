@@ -49,10 +49,13 @@ for method in ("PG", "DG η=0.5"):
                      label=f"{method}, {marker}")
 axes[2].set(xscale="log", xlabel="π(a)", ylabel="gate w = c / A", title="gate vs probability")
 axes[2].legend(fontsize=7)
-save_figure(fig, "gate", note=f"fidelity={fidelity}")
+save_figure(fig, "gate", note=f"fidelity={fidelity}", bands="no bands: exact values, no sampling")
 
 # %% [markdown]
 # ## Claims (exact: no sampling is involved, so the intervals are degenerate)
+#
+# PG's sign symmetry and the complementarity of DG's gates are identities of their formulas (sanity
+# checks); the amplification and suppression ratios are the figure's claims.
 
 # %%
 def weight(method, A, pi):
@@ -62,11 +65,11 @@ def weight(method, A, pi):
 
 pg = table[table.method == "PG"].pivot(index="pi", columns="A", values="weight")
 book.close("pg-sign-symmetric", "PG's weight is odd in A at every π: c(−A) = −c(A)",
-           pg.to_numpy(), -pg.to_numpy()[:, ::-1], tol=1e-12)
+           pg.to_numpy(), -pg.to_numpy()[:, ::-1], tol=1e-12, kind="sanity")
 dg = table[table.method == "DG η=0.5"].pivot(index="pi", columns="A", values="weight")
 gate_sum = dg[1.0] / 1.0 + dg[-1.0] / -1.0  # w(+1) + w(−1) = σ(x) + σ(−x) = 1
 book.close("dg-gate-complementary", "DG's gates for A = ±1 sum to 1 at every π (σ(x) + σ(−x) = 1)",
-           gate_sum.to_numpy(), np.ones(len(gate_sum)), tol=1e-12)
+           gate_sum.to_numpy(), np.ones(len(gate_sum)), tol=1e-12, kind="sanity")
 for eta in ("DG η=0.5", "DG η=1", "DG η=2"):
     amp = weight(eta, 1.0, rare) / weight(eta, 1.0, common)
     book.exact(f"{eta}-amplifies-rare-success",

@@ -133,9 +133,8 @@ if fidelity == "quick":  # not settled by the H = 2 rehearsal (see above): repor
     for claim in learning:
         book.report(claim)
 excess = small.backward_rows.to_numpy() - small.kept_rows.to_numpy()
-book.exact("backward-rows-within-kept-rows",
-           "sanity check — screened: only kept rows run the backward pass (rows with A = 0 skip it too)",
-           float(excess.max()), bool(excess.max() <= 1e-12), "max over pct of backward rows − kept rows ≤ 0")
+book.exact("backward-rows-within-kept-rows", "screened: only kept rows run the backward pass (rows with A = 0 skip it too)",
+           float(excess.max()), bool(excess.max() <= 1e-12), "max over pct of backward rows − kept rows ≤ 0", kind="sanity")
 training = stats[stats.priority == "delight"]
 print("training: fraction of rows through the backward pass and FLOP share of an update "
       "(1/3 scoring forward + 2/3 × rows):")

@@ -113,7 +113,7 @@ def drawdown(method, s):
 eq = equivalence.iloc[0]
 book.exact("staleness-0-equals-sync",
            f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({int(eq.values_compared)} logged numbers; value: max |difference|)",
-           eq.max_abs_diff, bool(eq.max_abs_diff == 0.0 and eq.same_shape))
+           eq.max_abs_diff, bool(eq.max_abs_diff == 0.0 and eq.same_shape), kind="sanity")
 book.greater("dg-late-reward-beats-reinforce", f"at s = {s_max}, DG's late reward exceeds REINFORCE's",
              late("DG", s_max), late("REINFORCE", s_max))
 book.less("dg-drawdown-below-reinforce", f"at s = {s_max}, DG's drawdown is smaller than REINFORCE's (REINFORCE collapses)",
@@ -124,7 +124,7 @@ if 0 in levels:
               late("REINFORCE", s_max), late("REINFORCE", 0))
 worst = bounded.staleness_max.max()
 book.exact("bounded-respects-budget", f"bounded mode: no token is more than {s_max} versions stale (value: the worst)",
-           worst, bool(worst <= s_max))
+           worst, bool(worst <= s_max), kind="sanity")
 
 # %% [markdown]
 # VCPO at the largest staleness, reported with its intervals (not asserted: see above).

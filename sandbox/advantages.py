@@ -14,8 +14,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from sandbox.registry import Registry
-from sandbox.validation import check_choice, check_range, check_shape, check_tensor
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_choice, check_range, check_shape, check_tensor
 
 ADVANTAGES: Registry[Advantage] = Registry("advantage")
 
@@ -31,8 +31,8 @@ def make_advantage(name: str, **kwargs) -> Advantage:
 
 def _check_rewards_group(rewards: Tensor, group: Tensor | None) -> Tensor:
     check_tensor("rewards", rewards, dtype="float")
-    if rewards.ndim < 1:
-        raise ValueError(f"rewards must have shape [*P, B], got {tuple(rewards.shape)}")
+    if rewards.ndim < 1 or rewards.numel() == 0:
+        raise ValueError(f"rewards must have shape [*P, B] with B ≥ 1, got {tuple(rewards.shape)}")
     if group is None:
         return torch.zeros(rewards.shape[-1], dtype=torch.long, device=rewards.device)
     check_tensor("group", group, dtype="int")
@@ -68,6 +68,11 @@ class Advantage:
 
     name: ClassVar[str] = "advantage"
     needs: ClassVar[tuple[str, ...]] = ()
+    #: the baseline of a row depends only on its own context (not on the other samples drawn), so an
+    #: exact expected update can enumerate actions one by one
+    per_context: ClassVar[bool] = False
+    #: the baseline of a row is taken from the other samples of its group (0 for a group of one)
+    baseline_from_group: ClassVar[bool] = False
 
     def __call__(
         self,
@@ -90,6 +95,8 @@ class Advantage:
 class GroupMean(Advantage):
     """A = R − mean of R over the sequence's group (the default everywhere)."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
         return rewards - sums / counts
@@ -99,6 +106,8 @@ class GroupMean(Advantage):
 @dataclass(frozen=True)
 class GRPO(Advantage):
     """A = (R − group mean) / (group std + eps), std unbiased (n − 1) (Shao et al. 2024)."""
+
+    baseline_from_group = True
 
     eps: float = 1e-6  # added to the std, > 0
 
@@ -118,6 +127,8 @@ class GRPO(Advantage):
 class RLOO(Advantage):
     """Leave-one-out: A_i = R_i − mean_{j≠i, same group} R_j (Ahmadian et al. 2024)."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
         loo = (sums - rewards) / (counts - 1).clamp(min=1)
@@ -129,6 +140,8 @@ class RLOO(Advantage):
 class DrGRPO(Advantage):
     """Dr. GRPO: A = R − group mean, no std scaling; pair with aggregation='seq-mean-token-sum-norm'."""
 
+    baseline_from_group = True
+
     def compute(self, rewards, group, **extras):
         sums, counts = group_stats(rewards, group)
         return rewards - sums / counts
@@ -138,6 +151,8 @@ class DrGRPO(Advantage):
 @dataclass(frozen=True)
 class Confidence(Advantage):
     """Label-free baseline b(x) = Σ_a π(a|x)², the probability that two draws agree (single-step envs)."""
+
+    per_context = True
 
     needs = ("probs",)
 
@@ -155,6 +170,8 @@ class Confidence(Advantage):
 class Constant(Advantage):
     """A = R − b with a fixed baseline b."""
 
+    per_context = True
+
     b: float = 0.0  # the baseline
 
     def __post_init__(self):
@@ -170,6 +187,8 @@ class MinVariance(Advantage):
     """VCPO's minimum-variance baseline: per group b* = Σ W_i R_i / Σ W_i with
     W_i = ρ_i²·‖∇log π(τ_i)‖² (``weights='grad_norm'``) or W_i = ρ_i² (``weights='rho2'``)."""
 
+    baseline_from_group = True
+
     weights: str = "grad_norm"  # 'grad_norm' | 'rho2'
 
     @property
@@ -180,23 +199,75 @@ class MinVariance(Advantage):
         check_choice("weights", self.weights, ("grad_norm", "rho2"))
 
     def compute(self, rewards, group, rho=None, grad_sq_norms=None, **extras):
-        w = torch.ones_like(rewards) if rho is None else rho.detach().pow(2)
         if rho is not None:
-            check_tensor("rho", rho, dtype="float")
-            check_shape("rho", rho, rewards.shape, "rewards")
+            _check_weights("rho", rho, rewards)
+        w = torch.ones_like(rewards) if rho is None else rho.detach().pow(2)
         if self.weights == "grad_norm":
             if grad_sq_norms is None:
                 raise ValueError(
                     "min_variance with weights='grad_norm' needs grad_sq_norms (per-sample ‖∇log π(τ)‖², "
                     "see per_sample_grad_sq_norms); pass it or use weights='rho2'"
                 )
-            check_tensor("grad_sq_norms", grad_sq_norms, dtype="float")
-            check_shape("grad_sq_norms", grad_sq_norms, rewards.shape, "rewards")
+            _check_weights("grad_sq_norms", grad_sq_norms, rewards)
             w = w * grad_sq_norms.detach()
         sums, totals = group_stats(rewards, group, weights=w)
         _, counts = group_stats(rewards, group)
         baseline = sums / totals.clamp(min=torch.finfo(rewards.dtype).tiny)
         return torch.where(counts > 1, rewards - baseline, torch.zeros_like(rewards))
+
+
+@register_advantage("maxrl")
+@dataclass(frozen=True)
+class MaxRL(Advantage):
+    """MaxRL (Tajwar et al. 2026, arXiv 2602.02710): A = (R − r̄)/r̄ with r̄ the group mean reward,
+    0 for a group with r̄ = 0. With binary rewards the REINFORCE update is then the mean of ∇log π
+    over the successes, an unbiased estimate of ∇log p(success) (the maximum-likelihood gradient);
+    rewards must be ≥ 0 (r̄ estimates a success probability)."""
+
+    baseline_from_group = True
+
+    def compute(self, rewards, group, **extras):
+        if bool((rewards < 0).any()):
+            raise ValueError("rewards must be >= 0 for maxrl (the group mean estimates a success probability)")
+        sums, counts = group_stats(rewards, group)
+        mean = sums / counts
+        return torch.where(mean > 0, (rewards - mean) / mean.clamp(min=torch.finfo(rewards.dtype).tiny), 0.0)
+
+
+@register_advantage("reinforce_pp")
+@dataclass(frozen=True)
+class ReinforcePP(Advantage):
+    """REINFORCE++ (Hu et al. 2025, arXiv 2501.03262): A = (R − b − mean_batch)/(std_batch + eps),
+    whitened over the whole batch (per population member, std unbiased); b = 0, or the group mean
+    with ``group_baseline=True`` (REINFORCE++-baseline: the batch mean of R − b is then 0). The
+    paper's per-token KL to a reference policy, folded into the reward, is not modelled here."""
+
+    @property
+    def baseline_from_group(self) -> bool:
+        return self.group_baseline
+
+    group_baseline: bool = False  # subtract the group mean before whitening
+    eps: float = 1e-6  # added to the batch std, > 0
+
+    def __post_init__(self):
+        if not isinstance(self.group_baseline, bool):
+            raise ValueError(f"group_baseline must be a bool, got {type(self.group_baseline).__name__}")
+        check_range("eps", self.eps, low=0.0, low_open=True)
+
+    def compute(self, rewards, group, **extras):
+        if self.group_baseline:
+            sums, counts = group_stats(rewards, group)
+            rewards = rewards - sums / counts
+        centred = rewards - rewards.mean(-1, keepdim=True)
+        std = centred.pow(2).sum(-1, keepdim=True).div(max(rewards.shape[-1] - 1, 1)).sqrt()
+        return centred / (std + self.eps)
+
+def _check_weights(name: str, x: Tensor, rewards: Tensor) -> None:
+    """A ratio or squared norm: float, finite, ≥ 0, one per reward."""
+    check_tensor(name, x, dtype="float")
+    check_shape(name, x, rewards.shape, "rewards")
+    if bool((x < 0).any()):
+        raise ValueError(f"{name} must be ≥ 0 everywhere, got a minimum of {float(x.min()):.3g}")
 
 
 def compute_advantages(advantage: Advantage, rewards: Tensor, group: Tensor | None, task: str,
@@ -209,7 +280,7 @@ def compute_advantages(advantage: Advantage, rewards: Tensor, group: Tensor | No
         if need not in providers:
             raise ValueError(f"advantage {advantage.name!r} needs {need!r}, which task {task!r} cannot provide "
                              f"(it provides {sorted(providers) or 'nothing'}); use group_mean, grpo, rloo, "
-                             "dr_grpo or constant" + (", or min_variance(weights='rho2')" if "rho" in providers else ""))
+                             "dr_grpo, maxrl, reinforce_pp or constant" + (", or min_variance(weights='rho2')" if "rho" in providers else ""))
         inputs[need] = providers[need]()
     return advantage(rewards, group, **inputs)
 

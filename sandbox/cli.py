@@ -36,11 +36,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print every estimator, advantage, controller, friction and task with a one-line description
     and its defaults, and every figure ``sandbox reproduce`` can draw."""
     from sandbox.frictions import FRICTIONS
-    from sandbox.runtime.task import TASKS, load_tasks
-    from simulations import select
+    from sandbox.reproduce import figures as figure_module
+    from sandbox.tasks import TASKS, load_tasks
 
     load_tasks()
-    figures = select()  # figure modules may register estimators of their own (e.g. prob_gate)
+    figures = figure_module().select()  # figure modules may register estimators of their own (e.g. prob_gate)
     tables = {
         "estimators": ("Estimators", ESTIMATORS),
         "advantages": ("Advantages", ADVANTAGES),
@@ -138,12 +138,12 @@ def pd_numeric(series) -> bool:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.analysis.store import ResultsStore
+    from sandbox.reproduce import figures
     from sandbox.runtime.sweep import run_sweep
-    from simulations import select
 
     store = ResultsStore(args.results)
     failed = 0
-    for figure in select(args.names):
+    for figure in figures().select(args.names):
         report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
                            ray_address=args.ray_address, desc=figure.name)
         print(f"{figure.name}: {report.total} jobs, {report.skipped} already done, {report.computed} computed, "

@@ -15,10 +15,10 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_choice, check_range, check_tensor
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
-from sandbox.registry import Registry
-from sandbox.validation import check_choice, check_range
 
 CONTROLLERS: Registry[Controller] = Registry("controller")
 GAC_MEMORY = ("raw", "applied")
@@ -73,6 +73,14 @@ class Controller:
 
     name: ClassVar[str] = "controller"
 
+    def state_dict(self) -> dict:
+        """The controller's memory (e.g. GAC's previous gradient); hyperparameters are its config."""
+        return dict(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
     def step(
         self,
         grads: Sequence[Tensor],
@@ -85,6 +93,8 @@ class Controller:
         grads = list(grads)
         if not grads:
             raise ValueError("grads must hold at least one gradient tensor")
+        for i, g in enumerate(grads):
+            check_tensor(f"grads[{i}]", g, dtype="float", finite=False)
         flat = flatten_grads(grads, population_shape)
         if not bool(torch.isfinite(flat).all()):
             raise ValueError("grads contain NaN or inf")
@@ -203,7 +213,7 @@ class ClipGradNorm(Controller):
     max_norm: float = 1.0  # > 0
 
     def __post_init__(self) -> None:
-        check_range("max_norm", self.max_norm, low=0.0, low_open=True)
+        check_range("max_norm", self.max_norm, low=0.0, low_open=True, finite=False)
 
     def transform(self, flat, terms, metrics):
         norm = flat.norm(dim=-1)

@@ -9,6 +9,7 @@ source (its jupytext pair).
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
 import logging
 import os
@@ -112,22 +113,37 @@ def execute_notebook(source: Path, output: Path | None, env: dict[str, str], tim
             jupytext.write(notebook, output, fmt="ipynb")
 
 
+#: the module that registers figures (``select(names)``, ``FIDELITIES``): the one hook through which the
+#: library reaches the experiment families, which live outside it (``simulations/``)
+FIGURES_MODULE = os.environ.get("SANDBOX_FIGURES", "simulations")
+
+
+def figures():
+    """The figure registry module (``$SANDBOX_FIGURES``, default ``simulations``)."""
+    try:
+        return importlib.import_module(FIGURES_MODULE)
+    except ModuleNotFoundError as err:
+        if err.name != FIGURES_MODULE:
+            raise
+        raise ValueError(f"no figure module {FIGURES_MODULE!r}: run from a checkout of the repository (its "
+                         "simulations/ package) or set SANDBOX_FIGURES to a module that registers figures") from None
+
+
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",
               figures_dir: str | os.PathLike = "paper_figures", notebooks_dir: str | os.PathLike | None = None,
               workers: int | None = None, backend: str = "local", progress: bool = True,
               base_seed: int = 0) -> list[FigureOutcome]:
     """Run the selected figures end to end; never stops at the first failure. ``base_seed`` K
     moves every job's seeds by K·SEED_STRIDE (``offset_seeds``): an independent replication."""
-    from simulations import FIDELITIES, select
-
-    if fidelity not in FIDELITIES:
-        raise ValueError(f"fidelity must be one of {list(FIDELITIES)}, got {fidelity!r}")
+    registry = figures()
+    if fidelity not in registry.FIDELITIES:
+        raise ValueError(f"fidelity must be one of {list(registry.FIDELITIES)}, got {fidelity!r}")
     offset_seeds([], base_seed)  # validates it
-    figures = select(names)
+    chosen = registry.select(names)
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     store = ResultsStore(results_dir)
     outcomes = []
-    for figure in figures:
+    for figure in chosen:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
         suffix = f".seed{base_seed}" if base_seed else ""

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from sandbox.analysis.store import ResultsStore
+from sandbox.core.validation import check_choice
 from sandbox.runtime.sweep import Job, load_results, run_sweep
-from sandbox.validation import check_choice
 
 FIDELITIES = ("quick", "full")
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,14 +15,18 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
-from sandbox.envs.bandits import Bandit, exact_pg, expected_update
+from sandbox.envs.bandits import exact_pg
 from sandbox.estimators import Estimator, PGTerms, make_estimator, register_estimator
 from sandbox.estimators.base import sg
 from sandbox.frictions import FrictionStack, make_friction
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job
+from sandbox.tasks.bandits import Bandit
+from sandbox.tasks.exact import expected_update
 from simulations import Figure, register_figure
 
 DTYPE = torch.float64
@@ -72,10 +76,10 @@ def per_action_gradients(estimator: Estimator, logits: torch.Tensor, rewards: to
 
 # ----------------------------------------------------------------------------- fidelity
 FIDELITY = {
-    "quick": {"seeds": 20, "prop1_steps": 100, "prop2_steps": 150, "async_steps": 300, "async_seeds": 8,
+    "quick": {"seeds": 20, "prop1_steps": 100, "prop2_steps": 500, "async_steps": 300, "async_seeds": 8,
               "delays": (0, 16, 64), "mc_batches": 100, "cos_batches": 200,
               "deltas": (0.3, 0.1, 0.03, 0.01, 1e-3, 1e-4)},
-    "full": {"seeds": 100, "prop1_steps": 200, "prop2_steps": 300, "async_steps": 1000, "async_seeds": 30,
+    "full": {"seeds": 100, "prop1_steps": 200, "prop2_steps": 1000, "async_steps": 1000, "async_seeds": 30,
              "delays": (0, 1, 4, 16, 64), "mc_batches": 1000, "cos_batches": 1000,
              "deltas": tuple(np.geomspace(0.3, 1e-5, 12).round(8))},
 }
@@ -130,8 +134,8 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
             task.init_params(derived_generator(seed, "prop1-mc", p))
             task._labels = torch.zeros(n_batches, 1, dtype=torch.long)
             params = [z.expand(n_batches, 1, K).clone().requires_grad_(True)]
-            rollout = task.collect(params, 0, 0, derived_generator(seed, "prop1-mc", p, label), seed)
-            terms = task.learner_terms(params, rollout, make_advantage("constant", b=b), None, False)
+            rollout = collect(task, params, 0, derived_generator(seed, "prop1-mc", p, label), seed)
+            terms = learner_terms(task, params, rollout, make_advantage("constant", b=b), None, False)
             (grad,) = torch.autograd.grad(est(terms).loss, params)
             mc[label] = perpendicular(-grad.reshape(n_batches, K), e_pg).pow(2).sum(-1).numpy()
         rows.append({"p": p, "cos_parallel": float(cosine(e_pg, e_dg)),
@@ -143,12 +147,13 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
     return frame
 
 
-def prop1_runs(fidelity: str) -> list[RunConfig]:
+def prop1_runs(fidelity: str, seed: int = 0) -> list[RunConfig]:
+    """PG and DG on the symmetric bandit (P1's setting: K = 100, B = 100, b = ½, normalised α = 0.1)."""
     f = FIDELITY[fidelity]
     task = {"N": 1, "K": 100, "batch_size": 100, "population": f["seeds"], "dtype": "float64"}
     return [RunConfig(task="bandit", task_kwargs=task, estimator=name, estimator_kwargs=kw, advantage="constant",
                       advantage_kwargs={"b": 0.5}, optimizer="normalized", lr=0.1, steps=f["prop1_steps"],
-                      log_points=40, label=label)
+                      log_points=40, seed=seed, label=label)
             for label, name, kw in (("PG", "reinforce", {}), ("DG", "dg", {"eta": 1.0}))]
 
 
@@ -171,13 +176,15 @@ def prop2_weights(N: int = 100, K: int = 10, etas: tuple = (0.5, 1.0, 2.0), popu
     return pd.DataFrame(rows)
 
 
-def prop2_runs(fidelity: str) -> list[RunConfig]:
+def prop2_runs(fidelity: str, seed: int = 0) -> list[RunConfig]:
+    """PG, DG and CE with exact updates, normalised α = 0.1 (the papers' step size, as in Prop. 1):
+    the error ordering CE < DG < PG sets in after a crossing, so it is asserted over a late window."""
     f = FIDELITY[fidelity]
     task = {"N": 100, "K": 10, "population": f["seeds"], "mode": "exact", "init_std": 1.0, "dtype": "float64",
             "reference_estimators": ["reinforce", "dg"]}
     return [RunConfig(task="bandit", task_kwargs=task, estimator=name, estimator_kwargs=kw, advantage="constant",
-                      advantage_kwargs={"b": 0.0}, optimizer="normalized", lr=0.3, steps=f["prop2_steps"],
-                      log_points=40, label=label)
+                      advantage_kwargs={"b": 0.0}, optimizer="normalized", lr=0.1, steps=f["prop2_steps"],
+                      log_points=60, seed=seed, label=label)
             for label, name, kw in (("PG", "reinforce", {}), ("DG", "dg", {"eta": 1.0}), ("CE", "xent", {}))]
 
 
@@ -246,11 +253,11 @@ def contamination_cosine(K: int = 10, B: int = 100, rho: float = 0.1, deltas: tu
             # solved: the likely arm 0 is correct; unsolved (discovery): the rare arm 1 is correct
             task._labels = torch.full((n_batches, 1), 1 if actor == "discovery" else 0, dtype=torch.long)
             actor_z = symmetric_logits(K, 1 - min(0.5, 10 * delta)).expand(n_batches, 1, K).clone() if actor == "stale" else z
-            rollout = task.collect([actor_z], 0, 0, derived_generator(seed, "cos", delta, actor), seed)
+            rollout = collect(task, [actor_z], 0, derived_generator(seed, "cos", delta, actor), seed)
             true = exact_pg(z, task.label_table).reshape(n_batches, -1)
             for label, name, kw in CONTAMINATION_METHODS:
                 params = [z.clone().requires_grad_(True)]
-                terms = task.learner_terms(params, rollout, _group_mean(), None, False)
+                terms = learner_terms(task, params, rollout, _group_mean(), None, False)
                 if name == "is_pg":  # exact IS: the probabilities the actor really sampled from
                     terms = PGTerms(logp=terms.logp, advantages=terms.advantages,
                                     behavior_logp=rollout.true_behavior_logp, group=terms.group)
@@ -269,7 +276,8 @@ def _group_mean():
 ASYNC_CONTROLLERS = (("none", ()), ("GAC", (("gac", {"c_proj": 0.1, "c_skip": 1.0}),)), ("ESS step", (("ess_lr", {}),)))
 
 
-def async_runs(fidelity: str) -> list[RunConfig]:
+def async_runs(fidelity: str, seed: int = 0) -> list[RunConfig]:
+    """REINFORCE, synchronous and D steps stale, without and with GAC or the ESS-scaled step."""
     f = FIDELITY[fidelity]
     task = {"N": 20, "K": 10, "batch_size": 20, "samples_per_context": 8, "population": f["async_seeds"],
             "init_std": 1.0, "dtype": "float64"}
@@ -281,7 +289,7 @@ def async_runs(fidelity: str) -> list[RunConfig]:
             runs.append(RunConfig(task="bandit", task_kwargs=task, estimator="reinforce", advantage="group_mean",
                                   optimizer="adam", lr=0.1, steps=f["async_steps"], log_points=60,
                                   staleness={"kind": "fixed", "D": D} if D else {}, controllers=controllers,
-                                  label=f"D={D} {ctrl_label}"))
+                                  seed=seed, label=f"D={D} {ctrl_label}"))
     return runs
 
 

@@ -21,7 +21,7 @@ from sandbox.runtime.sweep import Job, intra_op_threads
 from simulations import Figure, methods, register_figure
 
 FIDELITY = {
-    "quick": {"seeds": 5, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
+    "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
               "delays": (0, 200), "sync_shortcut": True, "split": "test10k", "eval_size": 2000, "seed": 0},
     "full": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 2, 5, 10, 20, 50, 100), "exact_dg": True,
              "delays": (0, 1, 3, 10, 30, 100, 300, 1000), "sync_shortcut": False, "split": "auto", "eval_size": 0,

@@ -26,11 +26,13 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.estimators import make_estimator
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job, intra_op_threads
-from sandbox.runtime.task import make_task
+from sandbox.tasks import make_task
 from simulations import ROOT, Figure, methods, register_figure
 
 METHODS: dict[str, dict] = {
@@ -280,14 +282,14 @@ def kondo_compute(H: int = 10, pcts: tuple = (0.03, 0.1, 0.3, 1.0), reps: int = 
         tasks = {mode: make_task("reverse_copy", H=H, backward=mode) for mode in ("full", "screened")}
         params = [p.requires_grad_(True) for p in tasks["full"].init_params(derived_generator(seed, "init"))]
         # a partly trained policy would do; a fresh one has the same row structure
-        rollout = tasks["full"].collect([p.detach() for p in params], 0, 0, derived_generator(seed, "rollout"), seed)
+        rollout = collect(tasks["full"], [p.detach() for p in params], 0, derived_generator(seed, "rollout"), seed)
         advantage = make_advantage("group_mean")
         rows = []
         for pct in pcts:
             est = make_estimator("kondo", pct=pct)
             for mode, task in tasks.items():
                 def update(task=task, est=est):
-                    terms = task.learner_terms(params, rollout, advantage, derived_generator(seed, "est"), False)
+                    terms = learner_terms(task, params, rollout, advantage, derived_generator(seed, "est"), False)
                     out = task.objective(est, terms, rollout, params)
                     torch.autograd.grad(out.loss, params)
                     return out

@@ -112,6 +112,10 @@ def test_per_sample_grad_sq_norms_matches_loop():
         (lambda: make_advantage("min_variance")(R), "needs grad_sq_norms"),
         (lambda: make_advantage("min_variance")(R, rho=torch.ones(3), grad_sq_norms=torch.ones(5)), r"rho must have shape"),
         (lambda: make_advantage("group_mean")(R, probz=R), r"unknown advantage input\(s\) \['probz'\]"),
+        (lambda: make_advantage("maxrl")(torch.tensor([1.0, -1.0])), "rewards must be >= 0 for maxrl"),
+        (lambda: make_advantage("reinforce_pp", group_baseline=1), "group_baseline must be a bool"),
+        (lambda: make_advantage("reinforce_pp", eps=0.0), r"eps must lie in \(0.0, inf\]"),
+        (lambda: make_advantage("reinforce_pp")(R, torch.tensor([0, 1])), "group must have shape"),
     ],
 )
 def test_bad_input(call, match):
@@ -150,3 +154,58 @@ def test_compute_advantages_calls_only_the_providers_needed():
         compute_advantages(make_advantage("min_variance"), R, G, "toy", rho=lambda: torch.ones(5))
     with pytest.raises(ValueError, match=r"needs 'probs', which task 'toy' cannot provide \(it provides nothing\)"):
         compute_advantages(make_advantage("confidence"), R, G, "toy")
+
+
+# ----------------------------------------------------------------------------- MaxRL, REINFORCE++
+def test_maxrl_hand_computed():
+    # group 0: r̄ = 1/3 → A = (1 − 1/3)/(1/3) = 2, (0 − 1/3)/(1/3) = −1, −1 ; group 1: r̄ = 1 → 0, 0
+    assert torch.allclose(make_advantage("maxrl")(R, G), torch.tensor([2.0, -1.0, -1.0, 0.0, 0.0]))
+    # a group without any success has no signal; one success in 16 gives A = 15 (the 1/p weight)
+    zeros = make_advantage("maxrl")(torch.zeros(3), torch.zeros(3, dtype=torch.long))
+    assert torch.equal(zeros, torch.zeros(3))
+    one = make_advantage("maxrl")(torch.eye(16)[0])
+    assert one[0].item() == pytest.approx(15.0) and one[1].item() == pytest.approx(-1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 1000), n=st.integers(2, 12))
+def test_maxrl_update_is_the_mean_over_successes(seed, n):
+    """With binary rewards, mean_i A_i·x_i = mean over successes of x − mean over all of x: the
+    maximum-likelihood estimator ∇log p = E[∇log π | success] plus a zero-mean control variate."""
+    g = torch.Generator().manual_seed(seed)
+    r = (torch.rand(n, generator=g) < 0.4).double()
+    x = torch.randn(n, generator=g, dtype=torch.float64)
+    adv = make_advantage("maxrl")(r)
+    expected = x[r > 0].mean() - x.mean() if bool(r.any()) else torch.tensor(0.0, dtype=torch.float64)
+    assert (adv * x).mean().item() == pytest.approx(expected.item(), abs=1e-12)
+
+
+def test_reinforce_pp_hand_computed():
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    g = torch.tensor([0, 0, 1, 1])
+    # global whitening: mean 1/4, centred (3/4, −1/4, −1/4, −1/4), unbiased var 0.75/3 = 1/4 → std 1/2
+    plain = make_advantage("reinforce_pp")(r, g)
+    assert torch.allclose(plain, torch.tensor([1.5, -0.5, -0.5, -0.5]) / (1 + 2e-6), atol=1e-6)
+    # baseline: R − group mean = (1/2, −1/2, 0, 0), batch mean 0, unbiased std √(0.5/3)
+    base = make_advantage("reinforce_pp", group_baseline=True)(r, g)
+    std = (0.5 / 3) ** 0.5
+    assert torch.allclose(base, torch.tensor([0.5, -0.5, 0.0, 0.0]) / (std + 1e-6), atol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 1000), S=st.integers(1, 3), n_groups=st.integers(1, 4), size=st.integers(2, 4))
+def test_new_advantages_population_axis_is_independent(seed, S, n_groups, size):
+    g = torch.Generator().manual_seed(seed)
+    rewards = torch.rand(S, n_groups * size, generator=g)
+    group = torch.arange(n_groups).repeat_interleave(size)
+    for adv in [make_advantage("maxrl"), make_advantage("reinforce_pp"), make_advantage("reinforce_pp", group_baseline=True)]:
+        joint = adv(rewards, group)
+        for s in range(S):
+            assert torch.allclose(joint[s], adv(rewards[s], group), atol=1e-6)
+    whitened = make_advantage("reinforce_pp")(rewards, group)
+    assert torch.allclose(whitened.mean(-1), torch.zeros(S), atol=1e-6)
+
+
+def test_registry_lists_new_entries():
+    assert {"maxrl", "reinforce_pp"} <= set(ADVANTAGES.names())
+    assert make_advantage("maxrl").needs == () and make_advantage("reinforce_pp").needs == ()

@@ -1,1 +1,1 @@
-"""Results store, statistics (bootstrap CIs, IQM, paired differences), claims, plotting style."""
+"""Results store, statistics (t-intervals at few seeds, bootstrap IQM for aggregates), claims, plotting style."""

@@ -37,25 +37,48 @@ def color(method: str) -> str:
     return METHOD_COLORS.get(key, None) or plt.rcParams["axes.prop_cycle"].by_key()["color"][hash(key) % 10]
 
 
+#: what a band shows, per statistic (``mean_ci_over_seeds``)
+BAND_KIND = {"mean": "95% t-intervals of the mean", "iqm": "95% bootstrap (BCa) intervals of the IQM",
+             "median": "95% bootstrap (BCa) intervals of the median"}
+
+
 def band(ax, x, values, label: str, statistic: str = "mean", color_: str | None = None, **kwargs) -> None:
-    """Plot statistic over seeds (rows of ``values [n_seeds, n_points]``) with its 95% bootstrap band."""
+    """Plot statistic over seeds (rows of ``values [n_seeds, n_points]``) with its 95% band (a
+    t-interval for the mean); the figure remembers it, and ``save_figure``'s footer says so."""
+    if statistic not in BAND_KIND:
+        raise ValueError(f"statistic must be one of {sorted(BAND_KIND)}, got {statistic!r}")
     est, lo, hi = mean_ci_over_seeds(values, statistic=statistic, n_resamples=500)
     c = color_ or color(label)
     ax.plot(x, est, label=label, color=c, **kwargs)
     ax.fill_between(x, lo, hi, color=c, alpha=0.2, linewidth=0)
+    seen = ax.figure.__dict__.setdefault("_sandbox_bands", {})
+    seen.setdefault(BAND_KIND[statistic], set()).add(int(np.asarray(values).shape[0]))
 
 
-def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: str | None = None) -> list[Path]:
+def bands_note(fig) -> str | None:
+    """'bands: 95% t-intervals of the mean over 20 seeds' for the bands ``band`` drew on ``fig``."""
+    seen = getattr(fig, "_sandbox_bands", {})
+    parts = [f"{kind} over {min(n)}{f'–{max(n)}' if max(n) > min(n) else ''} seeds" for kind, n in seen.items()]
+    return f"bands: {'; '.join(parts)}" if parts else None
+
+
+def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: str | None = None,
+                bands: str | None = None) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` to ``outdir`` (default ``$SANDBOX_FIGURES`` or
-    ``paper_figures``); ``note`` is printed small in the corner (e.g. the fidelity)."""
+    ``paper_figures``). The footer, small in the corner, is ``note`` (e.g. the fidelity) and what the
+    bands are: ``bands`` (say it for hand-drawn intervals) or what ``band`` drew."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
     out = Path(outdir or os.environ.get("SANDBOX_FIGURES") or DEFAULT_FIGURES)
     out.mkdir(parents=True, exist_ok=True)
-    if note:
-        fig.text(0.995, 0.005, note, ha="right", va="bottom", fontsize=6, color="0.4")
+    footer = ", ".join(part for part in (note, bands or bands_note(fig)) if part)
+    if footer:
+        # just below the figure (bbox_inches="tight" takes it in), clear of the axes' labels
+        fig.text(0.995, -0.01, footer, ha="right", va="top", fontsize=6, color="0.4")
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p, bbox_inches="tight")
     return paths
 
 
-__all__ = ["METHOD_COLORS", "band", "color", "np", "plt", "save_figure", "use_style"]
+__all__ = ["METHOD_COLORS", "band", "bands_note", "color", "np", "plt", "save_figure", "use_style"]

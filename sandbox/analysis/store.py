@@ -1,15 +1,23 @@
-"""One tidy parquet file per job, named by the job's hash, written atomically.
+"""One tidy parquet file per job, named by the job's hash, written atomically and verifiable.
 
-A finished job is never recomputed: ``exists(job_id)`` is the test. Writes go to a temporary file
-in the same folder and are renamed into place (``os.replace`` is atomic on POSIX), so an
-interrupted sweep leaves either a complete file or none.
+Every result carries, in its parquet schema, the caller's metadata, the code that made it (package
+version and a hash of the ``sandbox/`` sources) and a checksum over all of that and the data.
+``state(job_id)`` is 'missing', 'corrupt' (unreadable or checksum mismatch), 'stale' (other code,
+or written before results carried provenance) or 'ok'. Writes go to a temporary file (named by
+host and pid, mode 0644 under the umask), are fsynced and renamed into place (``os.replace`` is
+atomic on POSIX): a killed writer leaves a complete file or a temporary one, which
+``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file (O_EXCL, owner
+host/pid/start time); a lock whose owner is dead is stale and taken over.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
-import tempfile
+import time
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,7 +25,37 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sandbox.runtime.processes import HOST, process_alive, start_time
+
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
+_USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> dict[str, str]:
+    """The code this process runs: ``sandbox.__version__`` and sha256 over the package's ``.py``
+    files (relative path + bytes, in sorted order). Computed once per process (~100 files, ms)."""
+    import sandbox
+
+    package = Path(sandbox.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"version": sandbox.__version__, "source": digest.hexdigest()[:16]}
+
+
+def _digest(table: pa.Table) -> str:
+    """sha256 over the schema's sandbox metadata, the column names and types, and every value."""
+    meta = table.schema.metadata or {}
+    digest = hashlib.sha256(meta.get(_USER, b"") + b"\0" + meta.get(_CODE, b"") + b"\0")
+    frame = table.to_pandas()
+    digest.update(str([(name, str(dtype)) for name, dtype in frame.dtypes.items()]).encode())
+    try:
+        values = pd.util.hash_pandas_object(frame, index=False)
+    except TypeError:  # unhashable cells (lists, dicts): hash their text
+        values = pd.util.hash_pandas_object(frame.astype(str), index=False)
+    digest.update(values.to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 class ResultsStore:
@@ -31,31 +69,82 @@ class ResultsStore:
     def exists(self, job_id: str) -> bool:
         return self.path(job_id).is_file()
 
-    def write(self, job_id: str, frame: pd.DataFrame, metadata: dict | None = None) -> Path:
-        """Atomically write ``frame`` (with ``metadata`` as JSON in the parquet schema)."""
+    # ------------------------------------------------------------------ results
+    def write(self, job_id: str, frame: pd.DataFrame, metadata: dict | None = None,
+              code: dict | None = None) -> Path:
+        """Atomically write ``frame`` with ``metadata`` (JSON), ``code`` (default: this process's
+        ``code_version()``) and their checksum in the parquet schema."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
-        meta[b"sandbox"] = json.dumps(metadata or {}, sort_keys=True).encode()
+        meta[_USER] = json.dumps(metadata or {}, sort_keys=True).encode()
+        meta[_CODE] = json.dumps(code or code_version(), sort_keys=True).encode()
         table = table.replace_schema_metadata(meta)
-        target = self.path(job_id)
-        fd, tmp = tempfile.mkstemp(prefix=f".{job_id}.", suffix=".tmp", dir=self.root)
-        os.close(fd)
+        table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
+        tmp = self.root / f".{job_id}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
         try:
-            pq.write_table(table, tmp)
-            os.replace(tmp, target)
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
+                pq.write_table(table, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path(job_id))
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return target
+            tmp.unlink(missing_ok=True)
+        self._sync_dir()
+        return self.path(job_id)
+
+    def _sync_dir(self) -> None:
+        """fsync the folder so that a rename survives a power cut (POSIX; a no-op elsewhere)."""
+        try:
+            fd = os.open(self.root, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def _load(self, job_id: str) -> tuple[pa.Table | None, str]:
+        """The table and its state (without reading a missing or unreadable file twice)."""
+        if not self.exists(job_id):
+            return None, "missing"
+        try:
+            table = pq.read_table(self.path(job_id))
+            meta = table.schema.metadata or {}
+            if _SUM not in meta or _CODE not in meta:
+                return table, "stale"  # written before results carried provenance
+            if meta[_SUM].decode() != _digest(table):
+                return None, "corrupt"
+            code = json.loads(meta[_CODE])
+        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
+            return None, "corrupt"
+        return table, "ok" if code == code_version() else "stale"
+
+    def state(self, job_id: str) -> str:
+        """'missing', 'corrupt', 'stale' (made by other code) or 'ok'; reads and verifies the file."""
+        return self._load(job_id)[1]
 
     def read(self, job_id: str) -> pd.DataFrame:
-        if not self.exists(job_id):
+        """The verified frame of ``job_id`` (stale results are returned: the sweep decides on them)."""
+        table, state = self._load(job_id)
+        if state == "missing":
             raise ValueError(f"no results for job {job_id} in {self.root}")
-        return pd.read_parquet(self.path(job_id))
+        if state == "corrupt":
+            raise ValueError(f"results of job {job_id} in {self.root} are corrupt (unreadable or checksum "
+                             f"mismatch): rerun the sweep to recompute them")
+        return table.to_pandas()
+
+    def _schema_json(self, job_id: str, key: bytes) -> dict:
+        meta = pq.read_schema(self.path(job_id)).metadata or {}
+        return json.loads(meta.get(key, b"{}"))
 
     def metadata(self, job_id: str) -> dict:
-        meta = pq.read_schema(self.path(job_id)).metadata or {}
-        return json.loads(meta.get(b"sandbox", b"{}"))
+        return self._schema_json(job_id, _USER)
+
+    def code(self, job_id: str) -> dict:
+        """The code that made a result: {'version', 'source'} ({} for results older than provenance)."""
+        return self._schema_json(job_id, _CODE)
 
     def read_many(self, job_ids: Iterable[str]) -> pd.DataFrame:
         frames = [self.read(j) for j in job_ids]
@@ -63,3 +152,72 @@ class ResultsStore:
 
     def job_ids(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.parquet"))
+
+    def discard(self, job_id: str) -> None:
+        self.path(job_id).unlink(missing_ok=True)
+
+    def clean_temp(self) -> list[Path]:
+        """Remove the temporary files of writers that died (killed mid-write); returns them."""
+        removed = []
+        for tmp in self.root.glob(".*~*~*~*.tmp"):
+            _, host, pid, _ = tmp.name.split("~")
+            if pid.isdigit() and not process_alive(host, int(pid)):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+        return removed
+
+    # ------------------------------------------------------------------ claims
+    def lock_path(self, job_id: str) -> Path:
+        return self.root / f"{job_id}.lock"
+
+    def claim(self, job_id: str) -> bool:
+        """Take the job's lock for this process: True if taken (created, or a dead owner's stale
+        lock taken over), False while another live process holds it."""
+        lock = self.lock_path(job_id)
+        me = json.dumps({"host": HOST, "pid": os.getpid(), "start": start_time(os.getpid())})
+        for _ in range(3):  # a lost race over a stale lock is retried
+            try:
+                with open(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w") as f:
+                    f.write(me)
+                return True
+            except FileExistsError:
+                pass
+            try:
+                owner = lock.read_text()
+                if owner == me:
+                    return True  # this process holds it already
+                if process_alive(**json.loads(owner)):
+                    return False
+            except FileNotFoundError:
+                continue  # released meanwhile
+            except (ValueError, TypeError):
+                owner = None  # a half-written lock: its owner died between create and write
+                if lock.stat().st_mtime > time.time() - 5:
+                    return False
+            self._take_over(lock, owner)
+        return False
+
+    @staticmethod
+    def _take_over(lock: Path, owner: str | None) -> None:
+        """Remove a stale lock, unless another process replaced it since we read it (then put it back)."""
+        aside = lock.with_name(f"{lock.name}~{os.getpid()}~{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(lock, aside)
+        except FileNotFoundError:
+            return
+        if owner is not None and aside.read_text() != owner:
+            try:
+                os.link(aside, lock)  # a fresh lock was moved: restore it (fails if one exists again)
+            except FileExistsError:
+                pass
+        aside.unlink(missing_ok=True)
+
+    def release(self, job_id: str) -> None:
+        """Drop this process's lock on ``job_id`` (a lock held by another process is left alone)."""
+        lock = self.lock_path(job_id)
+        try:
+            owner = json.loads(lock.read_text())
+        except (FileNotFoundError, ValueError):
+            return
+        if owner.get("host") == HOST and owner.get("pid") == os.getpid():
+            lock.unlink(missing_ok=True)

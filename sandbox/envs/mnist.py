@@ -28,23 +28,15 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from sandbox.advantages import make_advantage
-from sandbox.controllers import cosine
-from sandbox.envs.bandits import expected_objective
-from sandbox.envs.categorical import CategoricalTask, flat_grad
-from sandbox.frictions.base import FrictionStack
-from sandbox.policies.mlp import MLP
-from sandbox.rollout import Rollout
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import register_task
-from sandbox.validation import check_choice, check_range
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_int
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +48,11 @@ FILES: dict[tuple[str, str], tuple[str, str]] = {
     ("test", "images"): ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
     ("test", "labels"): ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
 }
-#: expected shapes of each split's arrays
-SHAPES = {("train", "images"): (60000, 28, 28), ("train", "labels"): (60000,),
-          ("test", "images"): (10000, 28, 28), ("test", "labels"): (10000,)}
+#: (split, kind) → MD5 of the raw (gunzipped) IDX file, as published with the gzip ones
+RAW_MD5: dict[tuple[str, str], str] = {
+    ("train", "images"): "6bbc9ace898e44ae57da46a324031adb", ("train", "labels"): "a25bea736e30d166cdddb491f175f624",
+    ("test", "images"): "2646ac647ad5339dbf082846283269ea", ("test", "labels"): "27ae3e4e09519cfbb04c329615203637",
+}
 #: the standard public mirrors, tried in order
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/",
            "http://yann.lecun.com/exdb/mnist/")
@@ -209,8 +203,8 @@ def _missing_message(missing: list[str], dirs: list[Path], reason: str) -> str:
 
 def find_file(split: str, kind: str, data_dir=None, download_missing: bool = True,
               mirrors: Sequence[str] = MIRRORS, timeout: float = 5.0) -> Path:
-    """Path of one verified file; the gzip name is checked against its MD5, a raw (gunzipped)
-    copy against its header shape. Downloads into the cache when missing everywhere."""
+    """Path of one verified file: the gzip file, or a raw (gunzipped) copy, checked against its
+    published MD5. Downloads into the cache when missing everywhere."""
     check_choice("split", split, ("train", "test"))
     check_choice("kind", kind, ("images", "labels"))
     name, md5 = FILES[(split, kind)]
@@ -221,9 +215,7 @@ def find_file(split: str, kind: str, data_dir=None, download_missing: bool = Tru
             return d / name
         raw = d / name.removesuffix(".gz")
         if raw.is_file():
-            shape = tuple(read_idx(raw).shape)
-            if shape != SHAPES[(split, kind)]:
-                raise IDXFormatError(f"{raw}: shape {shape}, expected {SHAPES[(split, kind)]}")
+            verify_md5(raw, RAW_MD5[(split, kind)])
             return raw
     if not download_missing:
         raise MNISTNotFoundError(_missing_message([name], dirs, "Downloading is disabled (download=False)."))
@@ -286,156 +278,12 @@ def mnist_data(split: str = "test10k", train_size: int = 8000, data_dir=None,
     """The training and evaluation sets of ``split`` ('test10k' | 'full' | 'auto'); for 'test10k'
     a fixed permutation of the 10k test set gives ``train_size`` training images, the rest evaluate."""
     check_choice("split", split, SPLITS)
-    check_range("train_size", train_size, low=1, high=9999)
+    check_int("train_size", train_size, low=1, high=9999)
     dirs = tuple(str(d) for d in search_dirs(data_dir))  # the cache key follows the environment
     return _cached_split(split, int(train_size), dirs, bool(download_missing))
 
 
 # ----------------------------------------------------------------------------- the task
-MODES = ("sampled", "exact")
-BEHAVIOR = ("reported", "true")
-
-
-@register_task("mnist")
-@dataclass
-class MNIST(CategoricalTask):
-    """The MNIST contextual bandit with an MLP policy per population member.
-
-    mode='sampled': each step draws ``batch_size`` images per member and ``samples_per_context``
-    actions per image. mode='exact': every action of every drawn image, weighted by μ(a|x)/B — the
-    exact expected update of the estimator on the batch's images (infinitely many samples per
-    image; baselines must be 'constant' or 'confidence'; only the actor-side frictions that change
-    μ — logit noise, quantisation, ε-random — apply). behavior='true' hands the learner the
-    probabilities the actor really sampled from (exact importance weights under actor bugs).
-    ``probes``: estimators whose batch gradient, on the same batch at the same parameters, is
-    compared with the PG and CE oracles at every logged step (with ``probe_advantage``).
-    """
-
-    batch_size: int = 100  # images per step (B)
-    samples_per_context: int = 1  # samples per image
-    population: int = 1  # seeds S, one batched model
-    hidden: int = 100  # hidden units of the MLP
-    split: str = "test10k"  # 'test10k' | 'full' | 'auto'
-    train_size: int = 8000  # training part of the 10k split (the rest evaluates)
-    eval_size: int = 2000  # evaluation images (a fixed subset; 0 = the whole evaluation split)
-    data_dir: str | None = None  # an extra folder holding the IDX files
-    download: bool = True  # fetch missing files from the public mirrors
-    mode: str = "sampled"  # 'sampled' | 'exact'
-    behavior: str = "reported"  # μ given to the learner: 'reported' | 'true'
-    probes: tuple = ()  # estimator names probed on the same batch at logged steps
-    probe_advantage: str = "confidence"
-    frictions: FrictionStack = field(default_factory=FrictionStack)
-
-    def __post_init__(self) -> None:
-        check_range("batch_size", self.batch_size, low=1)
-        check_range("samples_per_context", self.samples_per_context, low=1)
-        check_range("population", self.population, low=1)
-        check_range("hidden", self.hidden, low=1)
-        check_range("eval_size", self.eval_size, low=0)
-        check_choice("mode", self.mode, MODES)
-        check_choice("behavior", self.behavior, BEHAVIOR)
-        from sandbox.estimators import make_estimator
-
-        self._probes = [make_estimator(name) for name in self.probes]
-        self._probe_advantage = make_advantage(self.probe_advantage)
-        self.n_actions = 10
-        self.policy = MLP(784, self.hidden, 10)
-        self.data = mnist_data(self.split, self.train_size, self.data_dir, self.download)
-        n_eval = self.data.eval_x.shape[0] if self.eval_size == 0 else min(self.eval_size, self.data.eval_x.shape[0])
-        self.eval_x, self.eval_y = self.data.eval_x[:n_eval], self.data.eval_y[:n_eval]
-
-    # ------------------------------------------------------------------ environment
-    def init_params(self, generator):
-        return self.policy.init(self.population, generator)
-
-    def sample_contexts(self, n, generator):
-        return torch.randint(0, self.data.train_x.shape[0], (self.population, n), generator=generator)
-
-    def labels(self, contexts):
-        return self.data.train_y[contexts]
-
-    def images(self, contexts: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
-        """``[S, n, 784]`` pixels of image ids ``[S, n]``."""
-        flat = self.data.train_x.index_select(0, contexts.reshape(-1))  # several times faster than x[contexts]
-        return flat.view(*contexts.shape, flat.shape[-1]).to(dtype)
-
-    def logits(self, params, contexts):
-        """``[S, R, 10]``. Rows come in runs of one image (its samples, or its enumerated actions):
-        the MLP runs once per image and its logits are repeated (the runs are checked first)."""
-        r = self.n_actions if self.mode == "exact" else self.samples_per_context
-        if r > 1 and contexts.shape[-1] % r == 0:
-            distinct = contexts[..., ::r]
-            if torch.equal(distinct.repeat_interleave(r, -1), contexts):
-                return self.policy.logits(params, self.images(distinct, params[0].dtype)).repeat_interleave(r, -2)
-        return self.policy.logits(params, self.images(contexts, params[0].dtype))
-
-    def per_sample_grad_sq_norms(self, params, contexts, actions):
-        return self.policy.grad_sq_norms(params, self.images(contexts, params[0].dtype), actions)
-
-    # ------------------------------------------------------------------ actor
-    def collect(self, actor_params, step, version, generator, seed):
-        if self.mode == "sampled":
-            return super().collect(actor_params, step, version, generator, seed)
-        K, B = self.n_actions, self.batch_size
-        images = self.sample_contexts(B, generator)
-        ctx = self.friction_context(images, seed)
-        with torch.no_grad():
-            mu = self.actor_probs(actor_params, images, ctx, generator)  # [S, B, K]
-        S = mu.shape[0]
-        # actions whose probability underflows to 0 carry weight 0: keep their log-prob finite
-        log_mu = torch.log(mu.clamp(min=torch.finfo(mu.dtype).tiny)).reshape(S, B * K, 1)
-        labels = self.labels(images)
-        return Rollout(
-            obs=images.repeat_interleave(K, dim=-1),
-            actions=torch.arange(K).repeat(B).expand(S, B * K).unsqueeze(-1),
-            mask=torch.ones(S, B * K, 1, dtype=torch.bool),
-            behavior_logp=log_mu,
-            true_behavior_logp=log_mu,
-            rewards=torch.nn.functional.one_hot(labels, K).to(mu.dtype).reshape(S, B * K),
-            group=torch.arange(B).repeat_interleave(K),
-            version=torch.full((S, B * K, 1), version, dtype=torch.long),
-            extras={"labels": labels.repeat_interleave(K, dim=-1), "weights": (mu / B).reshape(S, B * K, 1)},
-        )
-
-    # ------------------------------------------------------------------ learner
-    def learner_terms(self, params, rollout, advantage, generator, recompute_proximal):
-        if self.mode == "exact" and advantage.name not in ("constant", "confidence"):
-            raise ValueError(f"mode='exact' needs a per-image baseline ('constant' or 'confidence'), "
-                             f"got advantage {advantage.name!r}")
-        if self.behavior == "true":
-            rollout = rollout.replace(behavior_logp=rollout.true_behavior_logp)
-        return super().learner_terms(params, rollout, advantage, generator, recompute_proximal)
-
-    def objective(self, estimator, terms, rollout, params=None):
-        if self.mode == "exact":
-            return expected_objective(estimator, terms, rollout.extras["weights"])
-        return estimator(terms)
-
-    # ------------------------------------------------------------------ evaluation and oracles
-    def evaluate(self, params, generator):
-        """Greedy test error on the evaluation images, and the size of the training set used."""
-        logits = self.policy.logits([p.detach() for p in params], self.eval_x.to(params[0].dtype))
-        error = (logits.argmax(-1) != self.eval_y).to(torch.float32).mean(-1)
-        return {"error": error, "train_images": torch.full_like(error, float(self.data.train_x.shape[0]))}
-
-    def oracle_contexts(self, rollout):
-        rows = self.n_actions if self.mode == "exact" else self.samples_per_context
-        return rollout.obs[:, ::rows]
-
-    def update_diagnostics(self, params, rollout, grad, estimator):
-        """cos of the update to the exact PG oracle and to the CE oracle on the batch's images
-        (misalignment = 1 − cos); for each probe, the same cosines of its batch gradient."""
-        oracles = self.oracle_directions(params, self.oracle_contexts(rollout))
-        metrics = {f"cos_{name}": cosine(-grad, d) for name, d in oracles.items()}
-        for probe in self._probes:
-            leaves = [p.detach().requires_grad_(True) for p in params]
-            terms = self.learner_terms(leaves, rollout, self._probe_advantage, None, False)
-            g = flat_grad(self.objective(probe, terms, rollout).loss, leaves, self.population)
-            for name, d in oracles.items():
-                metrics[f"probe_{probe.name}_cos_{name}"] = cosine(-g, d)
-        return metrics
-
-
-__all__ = ["FILES", "MIRRORS", "MNIST", "ChecksumError", "IDXFormatError", "MNISTData", "MNISTError",
+__all__ = ["FILES", "MIRRORS", "ChecksumError", "IDXFormatError", "MNISTData", "MNISTError",
            "MNISTNotFoundError", "cache_dir", "download", "find_file", "load_mnist", "mnist_data", "parse_idx",
            "read_idx", "search_dirs", "verify_md5"]

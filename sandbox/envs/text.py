@@ -13,7 +13,7 @@ prompt and stops with EOS; the environment scores the decoded completion. Enviro
 ``CharTokenizer`` is a character-level tokenizer built in code (no downloads): id 0 = ``<pad>``,
 id 1 = ``<eos>``, then one id per character. The tasks that train a transformers causal LM on these
 environments (``text_reverse``, ``text_parity``, ``text_arithmetic``) are ``hf_text`` with the
-environment fixed (``sandbox.policies.hf.HFTextTask``).
+environment fixed (``sandbox.tasks.hf_text.HFTextTask``).
 """
 
 from __future__ import annotations
@@ -22,16 +22,14 @@ import re
 import string
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from sandbox.policies.hf import HFTextTask
-from sandbox.registry import Registry
-from sandbox.runtime.task import register_task
-from sandbox.validation import check_choice, check_range
+from sandbox.core.registry import Registry
+from sandbox.core.validation import check_choice, check_int, check_range
 
 PAD, EOS = "<pad>", "<eos>"
 REPLACEMENT = "\ufffd"  # how an id outside the vocabulary decodes with errors='replace'
@@ -182,7 +180,7 @@ class ReverseText(TextEnv):
     kappa: float = 1.0  # R = κ·c + (1 − κ)·1[all correct], in [0, 1]
 
     def __post_init__(self) -> None:
-        check_range("length", self.length, low=1)
+        check_int("length", self.length, low=1)
         if (not isinstance(self.alphabet, str) or len(self.alphabet) < 2 or len(set(self.alphabet)) != len(self.alphabet)
                 or not set(self.alphabet) <= set(string.ascii_lowercase + string.digits)):
             raise ValueError(f"alphabet must be ≥ 2 distinct lowercase letters or digits, got {self.alphabet!r}")
@@ -234,7 +232,7 @@ class ParityText(TextEnv):
     length: int = 4  # number of bits, ≥ 1
 
     def __post_init__(self) -> None:
-        check_range("length", self.length, low=1)
+        check_int("length", self.length, low=1)
 
     @property
     def chars(self) -> str:
@@ -271,10 +269,11 @@ class Arithmetic(TextEnv):
     format_reward: float = 0.0  # partial credit for a well-formed wrong answer, in [0, 1)
 
     def __post_init__(self) -> None:
-        check_range("digits", self.digits, low=1, high=6)
+        check_int("digits", self.digits, low=1, high=6)
         check_choice("op", self.op, ("+", "-", "*"))
+        check_int("modulo", self.modulo, low=0)
         if self.modulo != 0:
-            check_range("modulo", self.modulo, low=2)
+            check_int("modulo", self.modulo, low=2)
         check_range("format_reward", self.format_reward, low=0.0, high=1.0, high_open=True)
 
     @property
@@ -309,31 +308,6 @@ class Arithmetic(TextEnv):
         return text if len(text) == len(problem.answer) else str(int(problem.answer) - 1)
 
 
-# ----------------------------------------------------------------------------- tasks
-@register_task("text_reverse")
-@dataclass
-class TextReverseTask(HFTextTask):
-    """``hf_text`` on the ``reverse`` environment (its knobs in ``env_kwargs``)."""
-
-    env: str = field(default="reverse", init=False)
-
-
-@register_task("text_parity")
-@dataclass
-class TextParityTask(HFTextTask):
-    """``hf_text`` on the ``parity`` environment."""
-
-    env: str = field(default="parity", init=False)
-
-
-@register_task("text_arithmetic")
-@dataclass
-class TextArithmeticTask(HFTextTask):
-    """``hf_text`` on the ``arithmetic`` environment."""
-
-    env: str = field(default="arithmetic", init=False)
-
-
 __all__ = ["DEFAULT_CHARS", "TEXT_ENVS", "Arithmetic", "CharTokenizer", "ParityText", "Problem", "ReverseText",
-           "TextArithmeticTask", "TextEnv", "TextParityTask", "TextReverseTask", "encode_batch",
+           "TextEnv", "encode_batch",
            "make_text_env", "register_text_env"]

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Bool, Float
 from torch import Tensor
 
-from sandbox.registry import Registry
-from sandbox.validation import check_choice, check_shape, check_tensor
+from sandbox.core.registry import Registry
+from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
+from sandbox.core.validation import check_choice, check_range
 
 Aggregation = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
 AGGREGATIONS: tuple[str, ...] = (
@@ -30,122 +31,6 @@ AGGREGATIONS: tuple[str, ...] = (
     "seq-mean-token-sum",
     "seq-mean-token-sum-norm",
 )
-
-
-@dataclass(frozen=True)
-class PGTerms:
-    """What an estimator sees of a batch. Shapes: ``[*P, B, T]`` per token, ``[*P, B]`` per sequence.
-
-    Attributes:
-        logp: learner log-probs log π_θ(a_t) of the taken tokens; differentiable.
-        advantages: A per sequence ``[*P, B]`` (broadcast to tokens) or per token ``[*P, B, T]``.
-        mask: valid tokens (bool); ``None`` means every token is valid.
-        behavior_logp: log μ(a_t) as the actor *reported* it; required by estimators that need μ.
-        proximal_logp: log π_prox(a_t), the anchor of trust-region methods; defaults to μ.
-        group: prompt/context id per sequence ``[*P, B]`` or ``[B]``.
-        target_logp: learner log-probs of the supervised target (for ``xent`` only).
-        generator: the random source for stochastic estimators (stochastic DG, uniform Kondo).
-    """
-
-    logp: Float[Tensor, "*P B T"]
-    advantages: Float[Tensor, "*P B"] | Float[Tensor, "*P B T"]
-    mask: Bool[Tensor, "*P B T"] | None = None
-    behavior_logp: Float[Tensor, "*P B T"] | None = None
-    proximal_logp: Float[Tensor, "*P B T"] | None = None
-    group: Int[Tensor, "*P B"] | Int[Tensor, " B"] | None = None
-    target_logp: Float[Tensor, "*P B T"] | None = None
-    generator: torch.Generator | None = None
-
-    def __post_init__(self) -> None:
-        logp = check_tensor("logp", self.logp, dtype="float")
-        if logp.ndim < 2:
-            raise ValueError(f"logp must have shape [*P, B, T] (at least 2 dims), got {tuple(logp.shape)}")
-        shape = tuple(logp.shape)
-        adv = check_tensor("advantages", self.advantages, dtype="float")
-        if tuple(adv.shape) not in (shape, shape[:-1]):
-            raise ValueError(
-                f"advantages must have shape {shape[:-1]} (per sequence) or {shape} (per token), "
-                f"matching logp {shape}; got {tuple(adv.shape)}"
-            )
-        for name in ("behavior_logp", "proximal_logp", "target_logp"):
-            value = getattr(self, name)
-            if value is not None:
-                check_tensor(name, value, dtype="float")
-                check_shape(name, value, shape, "logp")
-        if self.mask is not None:
-            check_tensor("mask", self.mask, dtype="bool")
-            check_shape("mask", self.mask, shape, "logp")
-            per_member = self.mask.flatten(-2).any(-1)
-            if not bool(per_member.all()):
-                raise ValueError(
-                    "mask has no valid (True) token for at least one population member; "
-                    "every batch needs at least one valid token"
-                )
-        if self.group is not None:
-            check_tensor("group", self.group, dtype="int")
-            if tuple(self.group.shape) not in (shape[:-1], shape[-2:-1]):
-                raise ValueError(
-                    f"group must have shape {shape[:-1]} or {shape[-2:-1]}, got {tuple(self.group.shape)}"
-                )
-        if self.generator is not None and not isinstance(self.generator, torch.Generator):
-            raise ValueError(f"generator must be a torch.Generator, got {type(self.generator).__name__}")
-
-    # ----------------------------------------------------------------- derived views
-    @property
-    def valid(self) -> Bool[Tensor, "*P B T"]:
-        """The token mask, all True when none was given."""
-        if self.mask is None:
-            return torch.ones_like(self.logp, dtype=torch.bool)
-        return self.mask
-
-    @property
-    def token_advantages(self) -> Float[Tensor, "*P B T"]:
-        """A broadcast to tokens (explicit, documented broadcast of a per-sequence advantage)."""
-        if self.advantages.shape == self.logp.shape:
-            return self.advantages
-        return self.advantages.unsqueeze(-1).expand_as(self.logp)
-
-    def require_behavior(self, who: str) -> Tensor:
-        if self.behavior_logp is None:
-            raise ValueError(f"{who} needs behavior_logp (log μ of the sampled tokens); got None")
-        return self.behavior_logp
-
-    def require_proximal(self, who: str) -> Tensor:
-        if self.proximal_logp is not None:
-            return self.proximal_logp
-        if self.behavior_logp is not None:
-            return self.behavior_logp
-        raise ValueError(
-            f"{who} needs proximal_logp (log π_prox) or, as its default, behavior_logp; got neither"
-        )
-
-    def require_generator(self, who: str) -> torch.Generator:
-        if self.generator is None:
-            raise ValueError(f"{who} draws random numbers and needs generator (a torch.Generator); got None")
-        return self.generator
-
-    @property
-    def population_shape(self) -> tuple[int, ...]:
-        return tuple(self.logp.shape[:-2])
-
-
-@dataclass(frozen=True)
-class EstimatorOutput:
-    """``loss``: a scalar whose gradient is the estimator. ``metrics``: diagnostics, each a tensor
-    of shape ``[*P]`` (a scalar without a population axis), detached."""
-
-    loss: Tensor
-    metrics: dict[str, Tensor]
-
-
-@dataclass(frozen=True)
-class TokenLoss:
-    """What ``Estimator.token_loss`` returns: per-token losses ``[*P, B, T]``, optionally the mask
-    to aggregate over (defaults to the valid tokens) and estimator-specific metrics ``[*P]``."""
-
-    values: Tensor
-    mask: Tensor | None = None
-    metrics: dict[str, Tensor] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -242,15 +127,42 @@ def make_estimator(name: str, **kwargs) -> Estimator:
 @dataclass(frozen=True)
 class Estimator:
     """Base class. Subclasses implement ``token_loss`` (per-token losses) and, optionally,
-    ``check`` (hyperparameter validation). ``needs_behavior`` says whether μ is required."""
+    ``check`` (hyperparameter validation).
+
+    Capabilities (class attributes the runtime reads; never checks of names):
+    ``needs_behavior`` — μ is required; ``recomputes_proximal`` — π_prox is the learner's own
+    log-probs at the start of the update (decoupled PPO) under ``proximal='auto'``;
+    ``batch_dependent`` — the per-token loss depends on the whole batch, so no exact expected
+    update by enumeration; ``screens_rows`` — a ``keep_mask(terms)`` selects the tokens that
+    reach the backward pass (Kondo), so a screened trainer may skip the others;
+    ``fits_target`` — the loss is on the supervised target's tokens (cross-entropy).
+
+    ``kl_coef`` = τ adds the squared-log-ratio penalty τ·(log π_θ − log μ)² to every token's loss
+    (prime-rl's ``kl_tau``, Kimi K2.5), aggregated like the rest: one field composes it with every
+    estimator that builds its loss from ``token_loss``."""
 
     aggregation: str = field(default="token-mean", kw_only=True)
+    kl_coef: float = field(default=0.0, kw_only=True)  # τ ≥ 0 (needs μ when > 0)
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
+    recomputes_proximal: ClassVar[bool] = False
+    screens_rows: ClassVar[bool] = False
+    fits_target: ClassVar[bool] = False
+
+    @property
+    def batch_dependent(self) -> bool:
+        """Whether a row's loss depends on the other rows (batch quantiles, group softmax, top-k)."""
+        return False
 
     def __post_init__(self) -> None:
         check_choice("aggregation", self.aggregation, AGGREGATIONS)
+        check_range("kl_coef", self.kl_coef, low=0.0)
+        if self.kl_coef > 0 and type(self).__call__ is not Estimator.__call__:
+            raise ValueError(
+                f"kl_coef must be 0 for {self.name}: it computes its own loss instead of token_loss, "
+                "so the penalty would not be added"
+            )
         self.check()
 
     def check(self) -> None:
@@ -264,6 +176,14 @@ class Estimator:
             raise ValueError(f"terms must be a PGTerms, got {type(terms).__name__}")
         if self.needs_behavior:
             terms.require_behavior(self.name)
+        out = self.penalized_token_loss(terms)
+        mask = terms.valid if out.mask is None else out.mask
+        per_member = aggregate(out.values, mask, self.aggregation)
+        return EstimatorOutput(loss=per_member.sum(), metrics=self.diagnostics(terms, out))
+
+    def penalized_token_loss(self, terms: PGTerms) -> TokenLoss:
+        """``token_loss`` plus τ·(log π_θ − log μ)² per token when ``kl_coef`` = τ > 0; the
+        per-token loss whose aggregate is the estimator's loss (also what exact enumeration needs)."""
         out = self.token_loss(terms)
         if isinstance(out, Tensor):
             out = TokenLoss(out)
@@ -272,9 +192,11 @@ class Estimator:
                 f"{self.name}.token_loss returned shape {tuple(out.values.shape)}, "
                 f"expected logp's {tuple(terms.logp.shape)}"
             )
-        mask = terms.valid if out.mask is None else out.mask
-        per_member = aggregate(out.values, mask, self.aggregation)
-        return EstimatorOutput(loss=per_member.sum(), metrics=self.diagnostics(terms, out))
+        if self.kl_coef == 0:
+            return out
+        sq = (terms.logp - terms.require_behavior(f"{self.name} with kl_coef > 0")).pow(2)
+        metrics = {**out.metrics, "kl_sq_mean": masked_mean(sg(sq), terms.valid)}
+        return TokenLoss(out.values + self.kl_coef * sq, out.mask, metrics)
 
     def diagnostics(self, terms: PGTerms, out: TokenLoss) -> dict[str, Tensor]:
         """Common diagnostics (surprisal, ratio statistics, ESS/B, k1/k3 KL when μ is known)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -25,7 +26,6 @@ from sandbox.estimators.base import (
     register_estimator,
     sg,
 )
-from sandbox.validation import check_choice, check_range
 
 GATE_INPUTS = ("delight", "additive")
 PRIORITIES = ("delight", "advantage", "surprisal", "uniform")
@@ -41,6 +41,10 @@ def delight(advantages: Tensor, logp: Tensor) -> Tensor:
 class Delight(Estimator):
     """Delightful PG: loss −sg(σ((χ − λ)/η))·A·log π_θ with χ = A·(−log π_θ); η = 0 is the hard gate."""
 
+    @property
+    def batch_dependent(self) -> bool:
+        return self.whiten  # standardised over the batch's tokens
+
     eta: float = 1.0  # gate temperature η ≥ 0
     lam: float = 0.0  # gate threshold λ
     stochastic: bool = False  # sample w ~ Bernoulli(σ(·)) instead of using σ(·)
@@ -54,7 +58,7 @@ class Delight(Estimator):
         check_range("lam", self.lam)
         check_choice("gate_input", self.gate_input, GATE_INPUTS)
         check_range("alpha", self.alpha, low=0.0, high=1.0)
-        check_range("surprisal_clip", self.surprisal_clip, low=0.0, low_open=True, allow_none=True)
+        check_range("surprisal_clip", self.surprisal_clip, low=0.0, low_open=True, allow_none=True, finite=False)
 
     def gate_input_values(self, terms: PGTerms) -> Tensor:
         adv = terms.token_advantages
@@ -98,6 +102,12 @@ class Kondo(Estimator):
     """Kondo screening: keep the top ``pct`` of valid tokens by priority (ties included);
     loss −Σ_kept A·log π_θ / (number of valid tokens). Only kept rows need a backward pass."""
 
+    screens_rows = True
+
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # the kept fraction is a quantile over the batch
+
     pct: float = 0.1  # kept fraction in (0, 1]
     priority: str = "delight"  # 'delight' (χ = A·ℓ) | 'advantage' (|A|) | 'surprisal' (ℓ) | 'uniform'
 
@@ -128,8 +138,10 @@ class Kondo(Estimator):
         threshold = ordered.gather(-1, (k - 1).unsqueeze(-1)).unsqueeze(-1)
         return (prio >= threshold) & mask
 
-    def token_loss(self, terms: PGTerms) -> TokenLoss:
-        keep = self.keep_mask(terms)
+    def token_loss(self, terms: PGTerms, keep: Tensor | None = None) -> TokenLoss:
+        """−A·log π_θ on the kept tokens; ``keep`` (default ``keep_mask(terms)``) lets a screened
+        trainer pass the mask it chose the backward rows with."""
+        keep = self.keep_mask(terms) if keep is None else keep
         rows = terms.valid.any(-1)
         loss = -terms.token_advantages * terms.logp * keep.to(terms.logp.dtype)
         return TokenLoss(

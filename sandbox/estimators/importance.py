@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -21,7 +22,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_choice, check_range
 
 LEVELS = ("token", "sequence")
 
@@ -62,7 +62,7 @@ class TruncatedIS(Estimator):
     level: str = "token"  # 'token' | 'sequence'
 
     def check(self) -> None:
-        check_range("C", self.C, low=0.0, low_open=True)
+        check_range("C", self.C, low=0.0, low_open=True, finite=False)
         check_choice("level", self.level, LEVELS)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
@@ -88,7 +88,7 @@ class MaskedIS(Estimator):
 
     def check(self) -> None:
         check_range("alpha", self.alpha, low=0.0)
-        check_range("beta", self.beta, low=self.alpha, low_open=True)
+        check_range("beta", self.beta, low=self.alpha, low_open=True, finite=False)
         check_choice("level", self.level, LEVELS)
         if self.geometric and self.level != "sequence":
             raise ValueError("geometric=True requires level='sequence' (the geometric ratio is per sequence)")
@@ -120,8 +120,8 @@ class VTracePG(Estimator):
     gamma: float = 1.0  # discount γ in [0, 1]
 
     def check(self) -> None:
-        check_range("rho_bar", self.rho_bar, low=0.0, low_open=True)
-        check_range("c_bar", self.c_bar, low=0.0, low_open=True)
+        check_range("rho_bar", self.rho_bar, low=0.0, low_open=True, finite=False)
+        check_range("c_bar", self.c_bar, low=0.0, low_open=True, finite=False)
         check_range("gamma", self.gamma, low=0.0, high=1.0)
 
     def targets(self, terms: PGTerms) -> Tensor:
@@ -161,11 +161,15 @@ class M2PO(Estimator):
     the mean M2 of the kept tokens is ≤ τ, then plain token IS-PG −sg(w)·A·log π_θ averaged over
     the kept tokens."""
 
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # the mask is chosen from the batch's second moment
+
     needs_behavior = True
     tau: float = 0.04  # M2 budget τ > 0
 
     def check(self) -> None:
-        check_range("tau", self.tau, low=0.0, low_open=True)
+        check_range("tau", self.tau, low=0.0, low_open=True, finite=False)
 
     def keep_mask(self, terms: PGTerms) -> Tensor:
         mask = terms.valid

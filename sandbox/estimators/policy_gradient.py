@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sandbox.core.validation import check_range
 from sandbox.estimators.base import Estimator, PGTerms, TokenLoss, masked_mean, register_estimator
-from sandbox.validation import check_range
 
 
 @register_estimator("reinforce")
@@ -29,7 +29,7 @@ class AdvantageWeightedRegression(Estimator):
 
     def check(self) -> None:
         check_range("beta", self.beta, low=0.0, low_open=True)
-        check_range("w_max", self.w_max, low=0.0, low_open=True)
+        check_range("w_max", self.w_max, low=0.0, low_open=True, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         raw = torch.exp(terms.token_advantages / self.beta)
@@ -47,6 +47,8 @@ class AdvantageWeightedRegression(Estimator):
 @dataclass(frozen=True)
 class CrossEntropy(Estimator):
     """Supervised oracle: loss −log π_θ(target); needs ``target_logp`` from the environment."""
+
+    fits_target = True
 
     def token_loss(self, terms: PGTerms) -> torch.Tensor:
         if terms.target_logp is None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from sandbox.core.validation import check_range
 from sandbox.estimators.base import (
     Estimator,
     EstimatorOutput,
@@ -22,7 +23,6 @@ from sandbox.estimators.base import (
     sequence_log_ratio,
     sg,
 )
-from sandbox.validation import check_range
 
 
 def _fraction(flag: Tensor, mask: Tensor) -> Tensor:
@@ -48,7 +48,7 @@ def clipped_surrogate(
 
 def _check_ppo_fields(eps_low: float, eps_high: float, dual_clip: float | None) -> None:
     check_range("eps_low", eps_low, low=0.0, high=1.0)
-    check_range("eps_high", eps_high, low=0.0)
+    check_range("eps_high", eps_high, low=0.0, finite=False)
     check_range("dual_clip", dual_clip, low=1.0, low_open=True, allow_none=True)
 
 
@@ -85,13 +85,15 @@ class DecoupledPPO(Estimator):
     """Decoupled PPO (AReaL, Fu et al. 2025): loss −sg(min(k, k_max))·min(u·A, clip(u, 1±ε)·A),
     u = π_θ/π_prox (trust region), k = π_prox/μ (off-policy correction)."""
 
+    recomputes_proximal = True
+
     needs_behavior = True
     eps: float = 0.2  # ε in [0, 1]
     k_max: float = math.inf  # cap on the behaviour correction, > 0
 
     def check(self) -> None:
         check_range("eps", self.eps, low=0.0, high=1.0)
-        check_range("k_max", self.k_max, low=0.0, low_open=True)
+        check_range("k_max", self.k_max, low=0.0, low_open=True, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         prox = sg(terms.require_proximal(self.name))
@@ -142,8 +144,8 @@ class CISPO(Estimator):
     eps_high: float = 4.0  # ε_h ≥ 0
 
     def check(self) -> None:
-        check_range("eps_low", self.eps_low, low=0.0)
-        check_range("eps_high", self.eps_high, low=0.0)
+        check_range("eps_low", self.eps_low, low=0.0, finite=False)
+        check_range("eps_high", self.eps_high, low=0.0, finite=False)
 
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         r = torch.exp(sg(terms.logp) - sg(terms.require_proximal(self.name)))
@@ -190,7 +192,7 @@ class OPSM(Estimator):
     dual_clip: float | None = 3.0
 
     def check(self) -> None:
-        check_range("delta", self.delta, low=0.0)
+        check_range("delta", self.delta, low=0.0, finite=False)
         _check_ppo_fields(self.eps_low, self.eps_high, self.dual_clip)
 
     def keep_mask(self, terms: PGTerms) -> Tensor:
@@ -222,6 +224,10 @@ class PMPO(Estimator):
     """PMPO (Abdolmaleki et al. 2025): −α·mean_{A>0} log π_θ + (1−α)·mean_{A<0} log π_θ
     + β·KL(μ‖π_θ); each mean uses the estimator's aggregation over that subset of tokens, the KL is
     the k1 estimate mean(log μ − log π_θ) (its gradient is exact)."""
+
+    @property
+    def batch_dependent(self) -> bool:
+        return True  # normalised over the batch's positive and negative sets
 
     alpha: float = 0.5  # weight of the positive set, in [0, 1]
     beta: float = 0.0  # KL coefficient β ≥ 0 (needs μ when > 0)

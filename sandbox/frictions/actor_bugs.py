@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_int, check_range
 from sandbox.frictions.base import (
     Friction,
     Sample,
     register_friction,
     replace_rows,
 )
-from sandbox.runtime.seeding import derived_generator
-from sandbox.validation import check_range
+
+
+def mixture_logp_fn(forced: Tensor, rate: float, policy_logp):
+    """The per-token log-prob function of the actor that outputs ``forced`` with probability
+    ``rate`` and follows ``policy_logp`` otherwise (None when ``policy_logp`` is None)."""
+    if policy_logp is None:
+        return None
+    return lambda actions: mixture_true_logp(actions, forced.expand_as(actions), rate, policy_logp)
 
 
 def mixture_true_logp(actions: Tensor, forced: Tensor, rate: float, policy_logp) -> Tensor | None:
@@ -42,6 +51,8 @@ class Landmine(Friction):
     """With probability p_bug a row's answer is replaced by a fixed wrong answer and its recorded
     log-prob set to log(override_prob) (1.0 → 0); optional reward penalty N(penalty_mean, penalty_std²)."""
 
+    replaces_rows: ClassVar[bool] = True
+
     p_bug: float = 0.0  # strength: probability a row is overridden, in [0, 1]
     override_prob: float = 1.0  # the probability the actor reports for the forced answer, in (0, 1]
     penalty_mean: float = 0.0
@@ -50,6 +61,7 @@ class Landmine(Friction):
     def __post_init__(self) -> None:
         check_range("p_bug", self.p_bug, low=0.0, high=1.0)
         check_range("override_prob", self.override_prob, low=0.0, high=1.0, low_open=True)
+        check_range("penalty_mean", self.penalty_mean)
         check_range("penalty_std", self.penalty_std, low=0.0)
 
     @property
@@ -66,6 +78,9 @@ class Landmine(Friction):
         out = replace_rows(sample, rows, forced, reported, sample.true_logp)
         true = mixture_true_logp(out.actions, forced, self.p_bug, policy_logp)
         return Sample(out.actions, out.behavior_logp, out.true_logp if true is None else true), rows
+
+    def actor_logp(self, ctx, policy_logp):
+        return mixture_logp_fn(ctx.wrong_actions, self.p_bug, policy_logp)
 
     def reward(self, rewards, sample, ctx, generator, replaced):
         rows = replaced.get(self.name)
@@ -119,9 +134,10 @@ class QuantizedSampler(Friction):
     population_dims: int = 1  # leading population axes of the parameters
 
     def __post_init__(self) -> None:
+        check_int("bits", self.bits, low=0, high=16)
         if self.bits != 0:
-            check_range("bits", self.bits, low=2, high=16)
-        check_range("population_dims", self.population_dims, low=0)
+            check_int("bits", self.bits, low=2, high=16)
+        check_int("population_dims", self.population_dims, low=0)
 
     @property
     def active(self) -> bool:

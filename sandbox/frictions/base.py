@@ -12,14 +12,15 @@ really sampled from; bugs may make them differ.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from sandbox.registry import Registry
+from sandbox.core.registry import Registry
+from sandbox.core.sampling import SamplingChain
 
 FRICTIONS: Registry[Friction] = Registry("friction")
 
@@ -60,6 +61,9 @@ class FrictionContext:
     seed: int = 0
 
 
+LogpFn = Callable[[Tensor], Tensor]
+
+
 @dataclass(frozen=True)
 class Friction:
     """Base class: every hook is the identity."""
@@ -67,6 +71,8 @@ class Friction:
     name: ClassVar[str] = "friction"
     #: 'actor' frictions change what is sampled; 'reward' frictions change what is observed
     kind: ClassVar[str] = "actor"
+    #: frictions that replace whole rows (``override``) and so cannot be enumerated exactly
+    replaces_rows: ClassVar[bool] = False
 
     @property
     def active(self) -> bool:
@@ -83,10 +89,16 @@ class Friction:
         return probs
 
     def override(self, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
-                 policy_logp: Tensor) -> tuple[Sample, Tensor | None]:
-        """Replace whole rows. ``policy_logp(actions)`` is not needed by the built-ins; the second
-        return value is the per-row bool of replaced rows (or None)."""
+                 policy_logp: LogpFn | None) -> tuple[Sample, Tensor | None]:
+        """Replace whole rows; the second return value is the per-row bool of replaced rows (or
+        None). ``policy_logp(actions)`` gives the per-token log-probs of the actor *before* this
+        friction (its policy and every earlier friction), so true μ can be recorded exactly."""
         return sample, None
+
+    def actor_logp(self, ctx: FrictionContext, policy_logp: LogpFn | None) -> LogpFn | None:
+        """The per-token log-prob function of the actor *after* this friction, given the one before
+        it (identity for frictions that replace no rows)."""
+        return policy_logp
 
     def reward(self, rewards: Tensor, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
                replaced: dict[str, Tensor]) -> Tensor:
@@ -131,12 +143,30 @@ class FrictionStack:
             probs = f.actor_probs(probs, ctx)
         return probs
 
-    def override(self, sample, ctx, generator, policy_logp=None):
+    def _overrides(self, hook: str) -> bool:
+        return any(getattr(type(f), hook) is not getattr(Friction, hook) for f in self.frictions)
+
+    def sampling_chain(self, ctx: FrictionContext | None, generator: torch.Generator, temperature: float = 1.0,
+                       eps: float = 0.0) -> SamplingChain:
+        """The actor's per-position distribution (``sandbox.core.sampling``) with this stack's
+        ``actor_logits`` and ``actor_probs`` hooks; a hook no friction overrides is left out, so
+        a stack without them is the policy itself, bit for bit."""
+        return SamplingChain(
+            temperature=temperature, eps=eps,
+            logits_hook=(lambda z: self.actor_logits(z, ctx, generator)) if self._overrides("actor_logits") else None,
+            probs_hook=(lambda p: self.actor_probs(p, ctx)) if self._overrides("actor_probs") else None,
+        )
+
+    def override(self, sample, ctx, generator, policy_logp: LogpFn | None = None):
+        """Apply the row-replacing frictions in order. Each one sees the actor as composed so far
+        (``policy_logp`` wrapped by every earlier friction's ``actor_logp``), so the recorded true
+        μ of a composed stack is the mixture the rows were really drawn from."""
         replaced: dict[str, Tensor] = {}
         for f in self.frictions:
             sample, rows = f.override(sample, ctx, generator, policy_logp)
             if rows is not None:
                 replaced[f.name] = rows
+            policy_logp = f.actor_logp(ctx, policy_logp)
         return sample, replaced
 
     def reward(self, rewards, sample, ctx, generator, replaced):

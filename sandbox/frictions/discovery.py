@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from sandbox.frictions.actor_bugs import mixture_true_logp
+from sandbox.core.validation import check_range
+from sandbox.frictions.actor_bugs import mixture_logp_fn, mixture_true_logp
 from sandbox.frictions.base import Friction, Sample, register_friction, replace_rows
-from sandbox.validation import check_range
 
 
 @register_friction("rare_discovery")
@@ -16,6 +17,8 @@ from sandbox.validation import check_range
 class RareDiscovery(Friction):
     """With probability p_disc a row's answer is replaced by the correct answer, recorded with
     behaviour probability 1 (log-prob 0)."""
+
+    replaces_rows: ClassVar[bool] = True
 
     p_disc: float = 0.0  # strength, in [0, 1]
 
@@ -34,3 +37,6 @@ class RareDiscovery(Friction):
         out = replace_rows(sample, rows, forced, 0.0, sample.true_logp)
         true = mixture_true_logp(out.actions, forced, self.p_disc, policy_logp)
         return Sample(out.actions, out.behavior_logp, out.true_logp if true is None else true), rows
+
+    def actor_logp(self, ctx, policy_logp):
+        return mixture_logp_fn(ctx.correct_actions, self.p_disc, policy_logp)

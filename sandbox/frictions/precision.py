@@ -18,8 +18,8 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
+from sandbox.core.validation import check_choice, check_shape, check_tensor
 from sandbox.frictions.base import Friction, register_friction
-from sandbox.validation import check_choice, check_shape, check_tensor
 
 SAMPLER_DTYPES = ("off", "float32", "bfloat16", "float16")
 _HALF = (torch.bfloat16, torch.float16)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sandbox.core.validation import check_int, check_range
 from sandbox.frictions.base import Friction, register_friction
-from sandbox.validation import check_range
 
 
 @register_friction("bernoulli_reward")
@@ -89,7 +89,7 @@ class PoisonToken(Friction):
     penalty: float = 0.0  # strength, ≥ 0
 
     def __post_init__(self) -> None:
-        check_range("token", self.token, low=0)
+        check_int("token", self.token, low=0)
         check_range("penalty", self.penalty, low=0.0)
 
     @property

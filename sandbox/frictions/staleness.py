@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sandbox.runtime.seeding import derived_generator
-from sandbox.validation import check_choice, check_range
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_int, check_range
 
 DELAY_KINDS = ("none", "fixed", "uniform", "geometric", "per_actor")
 
@@ -35,9 +35,9 @@ class DelaySchedule:
 
     def __post_init__(self) -> None:
         check_choice("staleness kind", self.kind, DELAY_KINDS)
-        check_range("D", self.D, low=0)
+        check_int("D", self.D, low=0)
         check_range("p", self.p, low=0.0, high=1.0, low_open=True)
-        check_range("n_actors", self.n_actors, low=1)
+        check_int("n_actors", self.n_actors, low=1)
 
     @property
     def max_delay(self) -> int:

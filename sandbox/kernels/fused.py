@@ -12,6 +12,7 @@ Triton kernel (``"triton"``); the matmuls are PyTorch in both.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -45,6 +46,7 @@ def fused_logprob(
     ``"triton"`` or ``"auto"`` (triton for CUDA tensors when importable, else torch).
     """
     n_rows, n_vocab = _check_inputs(hidden, lm_head_weight, targets, chunk_size, ignore_index)
+    chunk_size = int(chunk_size)  # numpy integers are accepted
     if not isinstance(return_entropy, bool):
         raise ValueError(f"return_entropy must be a bool, got {type(return_entropy).__name__}")
     ops = _chunk_ops(_resolve_backend(backend, hidden))
@@ -231,10 +233,10 @@ def _check_inputs(
             raise ValueError(
                 f"{name} must be on the device of hidden ({hidden.device}), got {x.device}"
             )
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size <= 0:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size <= 0:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     if ignore_index is not None and (
-        isinstance(ignore_index, bool) or not isinstance(ignore_index, int)
+        isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral)
     ):
         raise ValueError(f"ignore_index must be an int or None, got {ignore_index!r}")
     return n_rows, weight.shape[0]

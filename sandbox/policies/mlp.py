@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.validation import check_range, check_tensor
+from sandbox.core.validation import check_int, check_range, check_tensor
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,9 @@ class MLP:
     n_out: int = 10
 
     def __post_init__(self) -> None:
-        check_range("d_in", self.d_in, low=1)
-        check_range("hidden", self.hidden, low=1)
-        check_range("n_out", self.n_out, low=2)
+        check_int("d_in", self.d_in, low=1)
+        check_int("hidden", self.hidden, low=1)
+        check_int("n_out", self.n_out, low=2)
 
     @property
     def n_params(self) -> int:

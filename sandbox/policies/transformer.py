@@ -30,17 +30,16 @@ broadcast product, longer ones PyTorch's SDPA (tested equal).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from sandbox.core.sampling import IDENTITY, SamplingChain, draw
+from sandbox.core.validation import check_choice, check_int, check_range, check_tensor
 from sandbox.policies.transformer_variants import VARIANTS, Variant
-from sandbox.validation import check_choice, check_range, check_tensor
-
-Hook = Callable[[Tensor], Tensor]
 
 
 @dataclass(frozen=True)
@@ -98,12 +97,12 @@ class Transformer:
     variant: str = "reference"
 
     def __post_init__(self) -> None:
-        check_range("vocab", self.vocab, low=2)
-        check_range("context", self.context, low=1)
-        check_range("width", self.width, low=1)
-        check_range("heads", self.heads, low=1)
-        check_range("layers", self.layers, low=1)
-        check_range("mlp", self.mlp, low=1)
+        check_int("vocab", self.vocab, low=2)
+        check_int("context", self.context, low=1)
+        check_int("width", self.width, low=1)
+        check_int("heads", self.heads, low=1)
+        check_int("layers", self.layers, low=1)
+        check_int("mlp", self.mlp, low=1)
         check_range("init_std", self.init_std, low=0.0, low_open=True)
         check_choice("variant", self.variant, tuple(VARIANTS))
         if self.width % self.heads:
@@ -272,22 +271,18 @@ class Transformer:
 
     # ------------------------------------------------------------------ sampling
     def sample(self, params: Sequence[Tensor], prompts: Tensor, samples_per_prompt: int, answer_len: int,
-               generator: torch.Generator, temperature: float = 1.0, eps: float = 0.0,
-               logits_hook: Hook | None = None, probs_hook: Hook | None = None, cache: bool = True) -> SampleOutput:
+               generator: torch.Generator, chain: SamplingChain = IDENTITY, cache: bool = True) -> SampleOutput:
         """Draw ``samples_per_prompt`` answers of ``answer_len`` tokens for each prompt ``[S, G, P]``.
 
-        At every token the sampler takes the logits, divides them by ``temperature``, applies
-        ``logits_hook`` (frictions' ``actor_logits``), softmaxes, mixes in ε of the uniform
-        distribution, applies ``probs_hook`` (frictions' ``actor_probs``) and draws by inverse CDF
-        on one uniform per token (all drawn first, ``[S, B, A]``). The recorded log-prob is that of
-        the distribution the token was drawn from. ``cache=False`` recomputes the whole prefix at
-        every token (the reference the cache is tested against). Runs under ``torch.no_grad``.
+        At every token the actor's ``chain`` (``sandbox.core.sampling``: temperature, friction
+        hooks, ε-mixing) turns the logits into the distribution drawn from by inverse CDF on one
+        uniform per token (all drawn first, ``[S, B, A]``); the recorded log-prob is that of this
+        distribution. ``cache=False`` recomputes the whole prefix at every token (the reference the
+        cache is tested against). Runs under ``torch.no_grad``.
         """
         check_tensor("prompts", prompts, dtype="int", ndim=3)
         check_range("samples_per_prompt", samples_per_prompt, low=1)
         check_range("answer_len", answer_len, low=1)
-        check_range("temperature", temperature, low=0.0, low_open=True)
-        check_range("eps", eps, low=0.0, high=1.0)
         S, G, P = prompts.shape
         M, A = samples_per_prompt, answer_len
         B = G * M
@@ -301,25 +296,10 @@ class Transformer:
             logp = torch.empty(S, B, A, dtype=dtype)
             logits = step.first()
             for t in range(A):
-                if temperature != 1.0:
-                    logits = logits / temperature
-                if logits_hook is not None:
-                    logits = logits_hook(logits)
-                log_probs = torch.log_softmax(logits, -1)
-                if eps > 0 or probs_hook is not None:
-                    probs = log_probs.exp()
-                    if eps > 0:
-                        probs = (1 - eps) * probs + eps / self.vocab
-                    if probs_hook is not None:
-                        probs = probs_hook(probs)
-                    log_probs = torch.log(probs)
-                else:
-                    probs = log_probs.exp()
-                cdf = torch.cumsum(probs, -1)
-                token = torch.searchsorted(cdf, uniforms[..., t : t + 1] * cdf[..., -1:], right=True)
-                token = token.clamp_(max=self.vocab - 1)
-                actions[..., t] = token.squeeze(-1)
-                logp[..., t] = log_probs.gather(-1, token).squeeze(-1)
+                log_probs, probs = chain.distribution(logits)
+                token = draw(probs, uniforms[..., t : t + 1])
+                actions[..., t] = token
+                logp[..., t] = log_probs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
                 if t + 1 < A:
                     logits = step.next(actions[..., : t + 1])
         return SampleOutput(actions, logp)

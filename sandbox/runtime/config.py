@@ -5,13 +5,43 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.validation import check_choice, check_range
+import numpy as np
+
+from sandbox.core.validation import (
+    check_choice,
+    check_field_types,
+    check_int,
+    check_range,
+    short_repr,
+)
 
 PROXIMAL = ("auto", "behavior", "recompute")
 HISTORY = ("params", "rollouts")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars → Python scalars, recursively: ``np.int64(3)`` and ``3`` are the same config
+    with the same hash (``json`` cannot hash numpy integers at all)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _build(where: str, make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``make(*args, **kwargs)``; a failure becomes one ``ValueError`` line that starts with ``where``
+    (the RunConfig field at fault)."""
+    try:
+        return make(*args, **kwargs)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{where}: " + " ".join(str(err).split())) from None
 
 
 def _freeze(value: Any) -> Any:
@@ -31,9 +61,11 @@ class RunConfig:
         task: registered task name ('bandit', 'gaussian_bandit', 'mnist', 'sequences', …).
         task_kwargs: the task's fields (sizes, population, mode …).
         estimator, estimator_kwargs: registered estimator and its hyperparameters.
-        advantage, advantage_kwargs: registered baseline.
+        advantage, advantage_kwargs: registered baseline (None: the task's ``default_advantage``).
         controllers: ((name, kwargs), …) applied in order between backward and optimiser.
-        optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size.
+        optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size (None: the task's
+            ``default_optimizer`` / ``default_lr``, settings that learn; resolved at construction,
+            so the stored config and its hash hold the values used).
         staleness: DelaySchedule fields ({} = synchronous).
         frictions: ((name, kwargs), …) actor and reward frictions.
         proximal: π_prox = μ ('behavior'), the learner's own log-probs at the start of the update
@@ -48,11 +80,11 @@ class RunConfig:
     task_kwargs: dict = field(default_factory=dict)
     estimator: str = "reinforce"
     estimator_kwargs: dict = field(default_factory=dict)
-    advantage: str = "group_mean"
+    advantage: str | None = None
     advantage_kwargs: dict = field(default_factory=dict)
     controllers: tuple = ()
-    optimizer: str = "adam"
-    lr: float = 1e-3
+    optimizer: str | None = None
+    lr: float | None = None
     staleness: dict = field(default_factory=dict)
     frictions: tuple = ()
     proximal: str = "auto"
@@ -63,24 +95,81 @@ class RunConfig:
     label: str = ""
 
     def __post_init__(self) -> None:
-        check_range("steps", self.steps, low=0)
-        check_range("log_points", self.log_points, low=1)
-        check_range("seed", self.seed, low=0)
+        """Validate every field and build (cheaply) every component — task, estimator, advantage,
+        controllers, frictions, delay schedule, optimiser — so that a bad value fails here, as one
+        ``ValueError`` line naming the field, not steps into a run (or never: ``steps=1.5``)."""
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
+        self._resolve_task_defaults()
+        check_int("steps", self.steps, low=0)
+        check_int("log_points", self.log_points, low=1)
+        check_int("seed", self.seed, low=0)
+        check_range("lr", self.lr, low=0.0, low_open=True)
+        for name in ("task", "estimator", "advantage", "optimizer", "label"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a str, got {type(getattr(self, name)).__name__} "
+                                 f"{short_repr(getattr(self, name))}")
         check_choice("proximal", self.proximal, PROXIMAL)
         check_choice("history", self.history, HISTORY)
+        for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness"):
+            kwargs = getattr(self, name)
+            if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+                raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {short_repr(kwargs)}")
         for name in ("controllers", "frictions"):
-            for entry in getattr(self, name):
-                if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[1], dict)):
-                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {entry!r}")
+            entries = getattr(self, name)
+            if not isinstance(entries, (tuple, list)):
+                raise ValueError(f"{name} must be a sequence of (name, kwargs) pairs, got {short_repr(entries)}")
+            for e in entries:
+                if not (isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)):
+                    raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {short_repr(e)}")
+            object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
+        self._build_components()
+
+    def _resolve_task_defaults(self) -> None:
+        """advantage / optimizer / lr left as None take the task's declared defaults."""
+        from sandbox.tasks import TASKS, load_tasks
+
+        if isinstance(self.task, str) and self.task not in TASKS:
+            load_tasks()
+        missing = [name for name in ("advantage", "optimizer", "lr") if getattr(self, name) is None]
+        if missing:
+            task = _build("task", TASKS.get, self.task)
+            for name in missing:
+                object.__setattr__(self, name, getattr(task, f"default_{name}"))
+
+    def _build_components(self) -> None:
+        from sandbox.advantages import ADVANTAGES
+        from sandbox.controllers import CONTROLLERS
+        from sandbox.estimators import ESTIMATORS
+        from sandbox.frictions import FRICTIONS, DelaySchedule
+        from sandbox.runtime.optim import PopulationOptimizer
+        from sandbox.tasks import TASKS, load_tasks
+
+        if self.task not in TASKS:
+            load_tasks()
+        components = [(name, registry, getattr(self, name), f"{name}_kwargs", getattr(self, f"{name}_kwargs"))
+                      for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES))]
+        components += [(f"{name}[{i}]", registry, entry, f"{name}[{i}] {entry}", kwargs)
+                       for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS))
+                       for i, (entry, kwargs) in enumerate(getattr(self, name))]
+        for where, registry, entry, where_kwargs, kwargs in components:
+            cls = _build(where, registry.get, entry)
+            _build(where_kwargs, check_field_types, cls, kwargs)
+            _build(where_kwargs, registry.make, entry, **kwargs)
+        known = {f.name for f in dataclasses.fields(DelaySchedule)}
+        if set(self.staleness) - known:
+            raise ValueError(f"staleness: unknown field(s) {sorted(set(self.staleness) - known)}; valid: {sorted(known)}")
+        _build("staleness", DelaySchedule, **self.staleness)
+        PopulationOptimizer(self.optimizer, lr=self.lr)
 
     def to_dict(self) -> dict[str, Any]:
         return _freeze(dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        data = dict(data)
-        for name in ("controllers", "frictions"):
-            data[name] = tuple((n, dict(k)) for n, k in data.get(name, ()))
+        if not isinstance(data, dict):
+            raise ValueError(f"a RunConfig is read from a dict, got {type(data).__name__}")
+        data = dict(data)  # [[name, kwargs], …] lists (JSON has no tuples) become tuples in __post_init__
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from torch import Tensor
 
+from sandbox.core.validation import check_range
 from sandbox.frictions.staleness import DelaySchedule
-from sandbox.validation import check_range
 
 
 class ParameterHistory:
@@ -40,6 +40,19 @@ class ParameterHistory:
 
     def __len__(self) -> int:
         return len(self._snapshots)
+
+    def __contains__(self, version: int) -> bool:
+        return int(version) in self._snapshots
+
+    def versions(self) -> list[int]:
+        """The versions held, oldest first."""
+        return list(self._snapshots)
+
+    def state_dict(self) -> dict:
+        return {"snapshots": dict(self._snapshots)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._snapshots = OrderedDict(state["snapshots"])
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for snap in self._snapshots.values() for t in snap)
@@ -84,3 +97,10 @@ class RolloutQueue:
                 if isinstance(value, Tensor):
                     total += value.numel() * value.element_size()
         return total
+
+    def state_dict(self) -> dict:
+        return {"pending": dict(self._pending), "next": self._next, "due": {k: list(v) for k, v in self._due.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._pending, self._next = dict(state["pending"]), int(state["next"])
+        self._due = {k: list(v) for k, v in state["due"].items()}

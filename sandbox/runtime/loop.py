@@ -8,13 +8,17 @@ actor, with the parameters of step t − d_t) and ``update(step, rollout)`` (the
 the simulated loop here and the Ray runtime drive the same code. ``train(config)`` runs the loop and
 returns a tidy frame: one row per (logged step, population member).
 
-Divergence: a member whose gradient or parameters become NaN/inf is frozen at its last finite
-parameters and marked ``diverged``; when every member has diverged the run stops early. A
-diverged run is a result, not an error: sweeps go on.
+Divergence is a numerical event of one seed: a member whose rollout (rewards, behaviour
+log-probs), gradient or parameters become NaN/inf is frozen at its last finite parameters and
+marked ``diverged``, while the other members go on; when every member has diverged the run stops
+early. A diverged run is a result, not an error: sweeps go on. An invalid config is an error,
+raised (never recorded as a divergence).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import math
 import os
@@ -30,15 +34,17 @@ from tqdm.auto import tqdm
 
 from sandbox.advantages import make_advantage
 from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine
 from sandbox.estimators import make_estimator
 from sandbox.frictions import DelaySchedule, FrictionStack
-from sandbox.rollout import Rollout
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.optim import PopulationOptimizer
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import make_task
+from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +63,8 @@ class ActorLearner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.task = make_task(config.task, **config.task_kwargs)
-        self.task.attach_frictions(FrictionStack.from_config(config.frictions))
+        self.frictions = FrictionStack.from_config(config.frictions)
+        self.task.attach_frictions(self.frictions)
         self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
         self.advantage = make_advantage(config.advantage, **config.advantage_kwargs)
         self.controllers = [make_controller(name, **kw) for name, kw in config.controllers]
@@ -65,7 +72,7 @@ class ActorLearner:
         self.schedule = DelaySchedule(**config.staleness)
         self.population = int(self.task.population)
         self.recompute_proximal = config.proximal == "recompute" or (
-            config.proximal == "auto" and config.estimator == "decoupled_ppo"
+            config.proximal == "auto" and self.estimator.recomputes_proximal
         )
         self.params: list[Tensor] = [
             p.requires_grad_(True) for p in self.task.init_params(derived_generator(config.seed, "init"))
@@ -89,7 +96,7 @@ class ActorLearner:
     # ------------------------------------------------------------------ actor
     def _sample(self, actor_params: Sequence[Tensor], step: int, version: int) -> Rollout:
         gen = derived_generator(self.config.seed, "rollout", step)
-        return self.task.collect(actor_params, step, version, gen, self.config.seed)
+        return collect(self.task, actor_params, version, gen, self.config.seed)
 
     def _sample_current(self, step: int) -> Rollout:
         return self._sample([p.detach() for p in self.params], step, step - self.schedule.delay(step, self.config.seed))
@@ -105,10 +112,9 @@ class ActorLearner:
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
         S = self.population
-        terms = self.task.learner_terms(
-            self.params, rollout, self.advantage, derived_generator(self.config.seed, "estimator", step),
-            self.recompute_proximal,
-        )
+        rollout = self._quarantine(rollout)
+        terms = learner_terms(self.task, self.params, rollout, self.advantage,
+                              derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         out = self.task.objective(self.estimator, terms, rollout, self.params)
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
@@ -129,7 +135,9 @@ class ActorLearner:
         metrics["staleness_mean"], metrics["staleness_max"] = staleness.mean(-1), staleness.amax(-1)
         if diagnostics:
             with torch.enable_grad():
-                metrics.update(self.task.update_diagnostics(self.params, rollout, flat, self.estimator))
+                metrics.update(self.task.update_diagnostics(
+                    self.params, rollout, flat, self.estimator,
+                    terms_of=lambda params, r, advantage: learner_terms(self.task, params, r, advantage, None, False)))
 
         grads = unflatten_grads(flat, grads)
         lr_scale = torch.ones(S, dtype=flat.dtype)
@@ -155,6 +163,21 @@ class ActorLearner:
                     p.copy_(torch.where(bad.reshape(S, *([1] * (p.ndim - 1))), b, p))
             self._mark_diverged(bad)
         return metrics
+
+    def _quarantine(self, rollout: Rollout) -> Rollout:
+        """A member whose rollout holds a non-finite reward or behaviour log-prob has diverged: it
+        is frozen and its rows are zeroed so that the other members' update goes on."""
+        S = self.population
+        finite = torch.isfinite(rollout.rewards.reshape(S, -1)).all(-1) & \
+            ~torch.isnan(rollout.behavior_logp.reshape(S, -1)).any(-1)
+        if bool(finite.all()):
+            return rollout
+        self._mark_diverged(~finite)
+        keep = finite.reshape(S, *([1] * (rollout.rewards.ndim - 1)))
+        keep_tokens = finite.reshape(S, *([1] * (rollout.behavior_logp.ndim - 1)))
+        return rollout.replace(rewards=torch.where(keep, rollout.rewards, torch.zeros_like(rollout.rewards)),
+                               behavior_logp=torch.where(keep_tokens, rollout.behavior_logp,
+                                                         torch.zeros_like(rollout.behavior_logp)))
 
     def _mark_diverged(self, members: Tensor) -> None:
         if bool(members.any()):
@@ -201,12 +224,7 @@ class ActorLearner:
                 self.rows.append(self._row(step, {**self.evaluate(step), **self.pending}, time.perf_counter() - start))
             if step == cfg.steps or not bool(self.active.any()):
                 break
-            try:
-                self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
-            except ValueError as err:  # non-finite inputs reached an estimator: the run has diverged
-                log.warning("step %d: %s; marking the run diverged", step, err)
-                self._mark_diverged(torch.ones(self.population, dtype=torch.bool))
-                self.pending = {}
+            self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
             step += 1
             publish(step)
             self.next_step, self.elapsed = step, time.perf_counter() - start
@@ -226,12 +244,12 @@ class ActorLearner:
             "config": self.config.to_dict(),
             "params": [p.detach().clone() for p in self.params],
             "optimizer": self.optimizer.state_dict(),
-            "controllers": [dict(vars(c)) for c in self.controllers],
+            "controllers": [c.state_dict() for c in self.controllers],
             "active": self.active.clone(), "diverged": self.diverged.clone(),
             "previous_grad": self._previous_grad, "previous_update": self._previous_update,
-            "history": None if self.history is None else dict(self.history._snapshots),
-            "queue": None if self.queue is None else vars(self.queue).copy(),
-            "task_state": self.task.state_dict() if hasattr(self.task, "state_dict") else None,
+            "history": None if self.history is None else self.history.state_dict(),
+            "queue": None if self.queue is None else self.queue.state_dict(),
+            "task_state": self.task.state_dict(),
             "rows": self.rows, "pending": self.pending, "next_step": self.next_step, "elapsed": self.elapsed,
         }
 
@@ -241,15 +259,14 @@ class ActorLearner:
                 p.copy_(saved)
         self.optimizer.load_state_dict(state["optimizer"])
         for controller, saved in zip(self.controllers, state["controllers"]):
-            vars(controller).update(saved)
+            controller.load_state_dict(saved)
         self.active, self.diverged = state["active"], state["diverged"]
         self._previous_grad, self._previous_update = state["previous_grad"], state["previous_update"]
         if state["history"] is not None:
-            self.history._snapshots = type(self.history._snapshots)(state["history"])
+            self.history.load_state_dict(state["history"])
         if state["queue"] is not None:
-            vars(self.queue).update(state["queue"])
-        if state["task_state"] is not None:
-            self.task.load_state_dict(state["task_state"])
+            self.queue.load_state_dict(state["queue"])
+        self.task.load_state_dict(state["task_state"] or {})
         self.rows, self.pending = state["rows"], state["pending"]
         self.next_step, self.elapsed = state["next_step"], state["elapsed"]
 
@@ -277,9 +294,38 @@ class ActorLearner:
         return pd.DataFrame(data)
 
 
+def config_columns(config: RunConfig) -> dict[str, object]:
+    """The run's config as flat columns (bsuite style): scalar fields by name, dict fields flattened
+    as ``field.key`` (``task_kwargs.K``, ``staleness.D``), lists and nested values as JSON."""
+    columns: dict[str, object] = {}
+    for key, value in config.to_dict().items():
+        if key == "label":
+            continue
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for sub, v in items:
+            name = key if sub is None else f"{key}.{sub}"
+            columns[name] = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)
+    return columns
+
+
+def metrics_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without its config columns, run id and wall time: the numbers two runs of different
+    configs can be compared on (e.g. D = 0 against the synchronous loop, bit for bit)."""
+    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"seed"}
+    drop = [c for c in frame.columns if c.split(".")[0] in fields or c in ("run_id", "wall_time")]
+    return frame.drop(columns=drop).reset_index(drop=True)
+
+
 def train(config: RunConfig, progress: bool = False) -> pd.DataFrame:
-    """Run ``config`` and return one row per (logged step, member) with its metrics."""
-    frame = ActorLearner(config).run(progress=progress)
+    """Run ``config`` and return one row per (logged step, member) with its metrics and, as columns,
+    every config field (so analyses select runs by field, never by parsing labels)."""
+    return labelled(ActorLearner(config).run(progress=progress), config)
+
+
+def labelled(frame: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
+    """Prefix a run's rows with its run id and label and append its config columns."""
     frame.insert(0, "run_id", config.run_id)
     frame.insert(1, "label", config.label or config.estimator)
-    return frame
+    extra = {k: v for k, v in config_columns(config).items() if k not in frame.columns}
+    return pd.concat([frame, pd.DataFrame({k: [v] * len(frame) for k, v in extra.items()}, index=frame.index)],
+                     axis=1)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_range
 
 OPTIMIZERS = ("adam", "sgd", "normalized")
 

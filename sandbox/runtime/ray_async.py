@@ -17,28 +17,33 @@ use is at most ``max_staleness`` behind t — nothing is sampled that would have
 
 Faults: a worker that dies is restarted and its step re-sampled; since a rollout's randomness
 derives from (seed, step), the replacement is identical — no rollout is lost or counted twice.
-The learner checkpoints (``checkpoint_every``) and ``resume=True`` continues from the last one.
+The learner checkpoints (``checkpoint_every``) with the runtime's counters, and ``resume=True``
+continues from the last one — only the same run (same config, or more ``steps``), else ValueError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from sandbox.core.rollout import Rollout
+from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
-from sandbox.rollout import Rollout
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
-from sandbox.runtime.loop import ActorLearner
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import make_task
-from sandbox.validation import check_choice, check_range
+from sandbox.runtime.loop import ActorLearner, labelled
+from sandbox.runtime.processes import start_ray, stop_ray
+from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +97,15 @@ class RolloutWorker:
         torch.set_num_threads(threads)
         self.config = RunConfig.from_dict(config)
         self.task = make_task(self.config.task, **self.config.task_kwargs)
-        self.task.attach_frictions(FrictionStack.from_config(self.config.frictions))
+        self.frictions = FrictionStack.from_config(self.config.frictions)
+        self.task.attach_frictions(self.frictions)
         # the task's own state (e.g. the bandit's correct arms) is drawn with the parameters
         self.task.init_params(derived_generator(self.config.seed, "init"))
 
     def sample(self, step: int, version: int, params: list[torch.Tensor]) -> tuple[int, int, Rollout, float]:
         start = time.perf_counter()
-        rollout = self.task.collect(params, step, version, derived_generator(self.config.seed, "rollout", step),
-                                    self.config.seed)
+        rollout = collect(self.task, params, version,
+                          derived_generator(self.config.seed, "rollout", step), self.config.seed)
         return step, version, rollout, time.perf_counter() - start
 
     def pid(self) -> int:
@@ -123,6 +129,33 @@ class AsyncStats:
     versions: dict[int, int] = field(default_factory=dict)  # step → version used
 
 
+class _Learner(ActorLearner):
+    """The learner, whose checkpoints also keep the runtime's counters as of the checkpointed step
+    (rollouts already received for later steps are sampled again after a resume: not counted)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        self.stats = AsyncStats()
+        self.received_ahead: Callable[[], int] = lambda: 0
+
+    def state_dict(self) -> dict:
+        stats = dataclasses.asdict(self.stats)
+        stats["rollouts_received"] -= self.received_ahead()
+        stats["versions"] = {s: v for s, v in stats["versions"].items() if s < self.next_step}
+        return {**super().state_dict(), "async_stats": stats}
+
+
+def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
+    """A resume continues the checkpoint's run: the same config (run id), or only more ``steps``."""
+    if config.run_id == saved.run_id or (config.steps > saved.steps
+                                         and config.replace(steps=saved.steps).run_id == saved.run_id):
+        return
+    new, old = config.to_dict(), saved.to_dict()
+    differ = sorted(k for k in new if k != "label" and new[k] != old[k])
+    raise ValueError(f"config differs from the checkpoint {path} in {differ}: resume needs the same config, "
+                     f"or the same with more steps (checkpoint: steps={saved.steps})")
+
+
 class AsyncRunner:
     """Drives an ``ActorLearner`` with rollouts from Ray workers."""
 
@@ -135,33 +168,32 @@ class AsyncRunner:
             raise ValueError("with the Ray runtime staleness is real: leave RunConfig.staleness empty and set "
                              "AsyncConfig.max_staleness")
         path = async_config.checkpoint_path
+        self.learner = _Learner(config)
         if resume and path and Path(path).is_file():
-            self.learner = ActorLearner.resume(path)
+            state = torch.load(path, weights_only=False)
+            check_resumable(config, RunConfig.from_dict(state["config"]), path)
+            self.learner.load_state_dict(state)
+            self.learner.stats = AsyncStats(**state.get("async_stats", {}))
             log.info("resumed from %s at step %d", path, self.learner.next_step)
-        else:
-            self.learner = ActorLearner(config)
         s, k = async_config.max_staleness, async_config.broadcast_every
         if self.learner.history is None or self.learner.history.capacity < s + k + 1:
             history = ParameterHistory(s + k + 1)
             for version in range(max(0, self.learner.next_step - s - k), self.learner.next_step + 1):
-                if self.learner.history is not None and version in self.learner.history._snapshots:
+                if self.learner.history is not None and version in self.learner.history:
                     history.push(version, self.learner.history.get(version))
-            if self.learner.next_step not in history._snapshots:
+            if self.learner.next_step not in history:
                 history.push(self.learner.next_step, self.learner.params)
             self.learner.history = history
-        self.stats = AsyncStats()
+        self.stats = self.learner.stats
+        self.learner.received_ahead = lambda: len(self._done)
         self._published: dict[int, object] = {}  # version → ObjectRef of its weights
         self._done: dict[int, Rollout] = {}
         self._next_step = self.learner.next_step  # first step not yet assigned to a worker
-        self._started_ray = False
-        if not ray.is_initialized():
-            ray.init(address=async_config.address, include_dashboard=False, log_to_driver=False,
-                     num_cpus=None if async_config.address else max(2, async_config.n_workers + 1))
-            self._started_ray = True
+        self._started_ray = start_ray(async_config.address, num_cpus=max(2, async_config.n_workers + 1))
         self._remote = ray.remote(num_cpus=async_config.num_cpus_per_worker,
                                   num_gpus=async_config.num_gpus_per_worker)(RolloutWorker)
         self._slots = [self._new_slot() for _ in range(async_config.n_workers)]
-        for version in sorted(self.learner.history._snapshots):
+        for version in self.learner.history.versions():
             if version % k == 0 or version == self.learner.next_step:
                 self._published[version] = ray.put(self.learner.history.get(version))
 
@@ -291,29 +323,19 @@ class AsyncRunner:
             except Exception:  # already dead
                 pass
         if self._started_ray:
-            self.ray.shutdown()
+            stop_ray()
 
 
 def train_async(config: RunConfig, async_config: AsyncConfig | None = None, progress: bool = False,
                 resume: bool = False) -> pd.DataFrame:
     """``train`` with real asynchrony: the same rows, plus restarts and the learner's waiting time."""
-    frame = AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress)
-    frame.insert(0, "run_id", config.run_id)
-    frame.insert(1, "label", config.label or config.estimator)
-    return frame
+    return labelled(AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress), config)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     """Start (or join) Ray once per process and leave it up for the next runs (shut down at exit):
     a sweep of asynchronous runs pays Ray's start-up once, not once per run."""
-    import atexit
-
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else (num_cpus or max(2, os.cpu_count() or 2)),
-                 include_dashboard=False, log_to_driver=False)
-        atexit.register(ray.shutdown)
+    start_ray(address, num_cpus or max(2, os.cpu_count() or 2))
 
 
 def train_async_job(**params) -> pd.DataFrame:

@@ -1,10 +1,13 @@
 """Sweeps: lists of jobs executed by a backend, resumable at any moment.
 
-A ``Job`` is a function reference ``"module:function"`` plus JSON parameters; the function returns
-a tidy DataFrame. Its hash (of function and parameters) names its results file. ``run_sweep``
-skips finished jobs, runs the rest on local processes (default) or Ray, writes each result
-atomically as soon as it finishes, and never lets one failing job stop the others. Kill it at any
-moment and rerun: it completes without recomputing or corrupting anything.
+A ``Job`` is a function reference ``"module:function"`` plus JSON parameters and its torch thread
+count; the function returns a tidy DataFrame. Its hash names its results file. ``run_sweep``
+verifies what is stored (checksum, the code that made it), claims each job before computing it
+(so concurrent sweeps on one folder compute every job once), runs the rest in this process, on
+local worker processes or on Ray, writes each result atomically as soon as it finishes, and never
+lets one failing job stop the others. A worker that dies (an OOM kill) is replaced and its job
+retried once. Kill it at any moment and rerun: it completes without recomputing or corrupting
+anything. Guarantees and their tests: README, "Reliability".
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ import hashlib
 import importlib
 import json
 import logging
-import multiprocessing as mp
 import os
+import time
 import traceback
+from collections import Counter, deque
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,27 +28,41 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from sandbox.analysis.store import ResultsStore
+from sandbox.analysis.store import ResultsStore, code_version
+from sandbox.core.validation import check_choice
 from sandbox.runtime.config import RunConfig, _freeze
-from sandbox.validation import check_choice
+from sandbox.runtime.pool import LocalPool, import_plugins, plugins_from_env
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "ray")
+ATTEMPTS = 2  # a job whose worker dies is run once more, then recorded as failed
 
 
 @dataclass(frozen=True)
 class Job:
-    """``fn(**params) -> DataFrame``; ``label`` names it in plots and progress bars (not hashed)."""
+    """``fn(**params) -> DataFrame`` on ``threads`` torch intra-op threads (part of its identity:
+    cached numbers never depend on the pool size); ``label`` names it in plots (not hashed)."""
 
     fn: str
     params: dict = field(default_factory=dict)
     label: str = ""
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fn, str) or ":" not in self.fn:
+            raise ValueError(f"job fn must look like 'package.module:function', got {self.fn!r}")
+        if not isinstance(self.params, dict):
+            raise ValueError(f"job params must be a dict, got {type(self.params).__name__}")
+        if not isinstance(self.threads, int) or self.threads < 1:
+            raise ValueError(f"job threads must be an integer >= 1, got {self.threads!r}")
 
     @property
     def id(self) -> str:
-        payload = json.dumps({"fn": self.fn, "params": _freeze(self.params)}, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        payload = {"fn": self.fn, "params": _freeze(self.params)}
+        if self.threads != 1:  # one thread hashes as before threads were part of a job
+            payload["threads"] = self.threads
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
     @classmethod
     def training(cls, config: RunConfig) -> Job:
@@ -56,12 +73,11 @@ class Job:
 
     def resolve(self):
         module, _, name = self.fn.partition(":")
-        if not name:
-            raise ValueError(f"job fn must look like 'package.module:function', got {self.fn!r}")
         return getattr(importlib.import_module(module), name)
 
     def run(self) -> pd.DataFrame:
-        frame = self.resolve()(**self.params)
+        with intra_op_threads(self.threads):
+            frame = self.resolve()(**self.params)
         if not isinstance(frame, pd.DataFrame):
             raise ValueError(f"job {self.fn} must return a pandas DataFrame, got {type(frame).__name__}")
         frame = frame.copy()
@@ -69,6 +85,10 @@ class Job:
         if self.label or "label" not in frame.columns:
             frame["label"] = self.label
         return frame
+
+    @property
+    def metadata(self) -> dict:
+        return {"fn": self.fn, "params": self.params, "label": self.label, "threads": self.threads}
 
 
 def train_job(**params: Any) -> pd.DataFrame:
@@ -81,78 +101,16 @@ def train_job(**params: Any) -> pd.DataFrame:
 @dataclass
 class SweepReport:
     total: int
-    skipped: int  # already finished before this call
+    skipped: int  # finished (and verified) before this call
     computed: int
     failed: dict[str, str]  # job id → error
+    recomputed: dict[str, str] = field(default_factory=dict)  # job id → 'corrupt' | 'stale' (other code)
+    accepted_stale: list[str] = field(default_factory=list)  # kept although made by other code
+    elsewhere: int = 0  # finished meanwhile by another sweep on the same folder
 
     @property
     def ok(self) -> bool:
         return not self.failed
-
-
-def _execute(job: Job, root: str, threads: int) -> tuple[str, str | None]:
-    """Run one job in a worker and write its result (atomically) from there."""
-    import torch
-
-    torch.set_num_threads(threads)
-    try:
-        frame = job.run()
-        ResultsStore(root).write(job.id, frame, {"fn": job.fn, "params": job.params, "label": job.label})
-        return job.id, None
-    except Exception:  # one failing job must not stop the sweep
-        return job.id, traceback.format_exc()
-
-
-def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
-    seen: dict[str, Job] = {}
-    for job in jobs:
-        seen.setdefault(job.id, job)
-    return list(seen.values())
-
-
-def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
-              progress: bool = True, ray_address: str | None = None, desc: str = "sweep") -> SweepReport:
-    """Run every job whose result is not in ``store`` yet."""
-    check_choice("backend", backend, BACKENDS)
-    jobs = unique_jobs(jobs)
-    todo = [j for j in jobs if not store.exists(j.id)]
-    report = SweepReport(total=len(jobs), skipped=len(jobs) - len(todo), computed=0, failed={})
-    if not todo:
-        return report
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
-    bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="job")
-
-    def done(job_id: str, error: str | None) -> None:
-        if error is None:
-            report.computed += 1
-        else:
-            report.failed[job_id] = error
-            log.error("job %s failed:\n%s", job_id, error)
-        bar.update(1)
-
-    try:
-        if backend == "ray":
-            _run_ray(todo, store, workers, ray_address, done)
-        elif workers == 1:
-            for job in todo:
-                done(*_execute(job, str(store.root), torch_threads()))
-        else:
-            threads = max(1, (os.cpu_count() or 1) // workers)
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-                pending = {pool.submit(_execute, job, str(store.root), threads) for job in todo}
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        done(*fut.result())
-    finally:
-        bar.close()
-    return report
-
-
-def torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 @contextmanager
@@ -169,47 +127,242 @@ def intra_op_threads(n: int):
         torch.set_num_threads(previous)
 
 
-def _run_ray(todo: Sequence[Job], store: ResultsStore, workers: int, address: str | None, done) -> None:
-    """Ray backend: each job is a task; results come back to the driver, which writes them (the
-    cluster's nodes need not share a file system)."""
+def _execute(job: Job, root: str) -> str | None:
+    """Run one job and write its result (atomically) from this process; the error, if any."""
     try:
+        ResultsStore(root).write(job.id, job.run(), job.metadata)
+        return None
+    except Exception:  # one failing job must not stop the sweep
+        return traceback.format_exc()
+
+
+def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None]:
+    import_plugins(plugins)
+    try:
+        return job.run(), code_version(), None
+    except Exception:
+        return None, code_version(), traceback.format_exc()
+
+
+class _InProcess:
+    """workers=1: jobs run here, one after the other."""
+
+    def __init__(self, store: ResultsStore) -> None:
+        self.root, self.done = str(store.root), []
+
+    @property
+    def free(self) -> bool:
+        return not self.done
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.done)
+
+    def submit(self, job: Job) -> None:
+        self.done.append((job, True, _execute(job, self.root)))
+
+    def wait(self, timeout: float | None) -> list:
+        done, self.done = self.done, []
+        return done
+
+    def close(self, now: bool = False) -> None:
+        pass
+
+
+class _Pool(LocalPool):
+    def __init__(self, store: ResultsStore, workers: int, plugins: list[str]) -> None:
+        super().__init__(workers, _execute, plugins)
+        self.root = str(store.root)
+
+    def submit(self, job: Job) -> None:
+        super().submit(job, job, self.root)
+
+
+class _Ray:
+    """Each job is a Ray task (retried once by Ray if its worker dies); results come back to the
+    driver, which writes them (the cluster's nodes need not share a file system)."""
+
+    def __init__(self, store: ResultsStore, workers: int, address: str | None, plugins: list[str]) -> None:
         import ray
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise ValueError("backend='ray' needs ray: pip install -e '.[distributed]'") from err
 
-    started = False
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False)
-        started = True
+        from sandbox.runtime.processes import start_ray
 
-    @ray.remote(num_cpus=1)
-    def run_remote(job: Job) -> tuple[str, pd.DataFrame | None, str | None]:
-        import torch
+        self.ray, self.store, self.workers, self.plugins = ray, store, workers, plugins
+        self.started = start_ray(address, num_cpus=workers)
+        self.remote = ray.remote(max_retries=1)(_ray_task)
+        self.refs: dict = {}
 
-        torch.set_num_threads(1)
-        try:
-            return job.id, job.run(), None
-        except Exception:
-            return job.id, None, traceback.format_exc()
+    @property
+    def free(self) -> bool:
+        return len(self.refs) < self.workers
 
+    @property
+    def busy(self) -> bool:
+        return bool(self.refs)
+
+    def submit(self, job: Job) -> None:
+        self.refs[self.remote.options(num_cpus=job.threads).remote(job, self.plugins)] = job
+
+    def wait(self, timeout: float | None) -> list:
+        if not self.refs:
+            return []
+        ready, _ = self.ray.wait(list(self.refs), num_returns=1, timeout=timeout)
+        events = []
+        for ref in ready:
+            job = self.refs.pop(ref)
+            try:
+                frame, code, error = self.ray.get(ref)
+                if error is None:
+                    self.store.write(job.id, frame, job.metadata, code)
+            except Exception:  # the task's worker died twice, or the write failed
+                error = traceback.format_exc()
+            events.append((job, True, error))
+        return events
+
+    def close(self, now: bool = False) -> None:
+        for ref in self.refs:
+            self.ray.cancel(ref, force=True)
+        if self.started:
+            from sandbox.runtime.processes import stop_ray
+
+            stop_ray()
+
+
+def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
+    seen: dict[str, Job] = {}
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise ValueError(f"jobs must be Job instances, got {type(job).__name__}")
+        seen.setdefault(job.id, job)
+    return list(seen.values())
+
+
+def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
+              progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
+              plugins: Sequence[str] | None = None, accept_stale_code: bool = False,
+              poll_seconds: float = 0.2) -> SweepReport:
+    """Run every job whose verified result is not in ``store`` yet.
+
+    Stored results that are corrupt, or were made by other code (another package version or
+    ``sandbox/`` source), are recomputed; ``accept_stale_code=True`` keeps the latter. ``plugins``
+    (default ``$SANDBOX_PLUGINS``) are imported here and in every worker. A job that another live
+    sweep has claimed is waited for (polling every ``poll_seconds``). Ctrl-C stops every worker at
+    once, keeps every finished result and raises ``KeyboardInterrupt``.
+    """
+    check_choice("backend", backend, BACKENDS)
+    if not isinstance(store, ResultsStore):
+        raise ValueError(f"store must be a ResultsStore, got {type(store).__name__}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
+    if not poll_seconds > 0:
+        raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
+    jobs = unique_jobs(jobs)
+    plugins = plugins_from_env() if plugins is None else plugins
+    import_plugins(plugins)
+    plugins = list(plugins)
+    for tmp in store.clean_temp():
+        log.info("removed %s, left by a killed writer", tmp.name)
+    report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})
+    todo = []
+    for job in jobs:
+        state = store.state(job.id)
+        if state == "ok" or (state == "stale" and accept_stale_code):
+            report.skipped += 1
+            if state == "stale":
+                report.accepted_stale.append(job.id)
+            continue
+        if state != "missing":
+            report.recomputed[job.id] = state
+        todo.append(job)
+    _log_verdicts(report, store)
+    if not todo:
+        return report
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    if backend == "ray":
+        runner = _Ray(store, workers, ray_address, plugins)
+    else:
+        runner = _InProcess(store) if workers == 1 else _Pool(store, workers, plugins)
+    bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="job")
+    mine: set[str] = set()
+    interrupted = False
     try:
-        by_id = {j.id: j for j in todo}
-        refs = [run_remote.remote(job) for job in todo]
-        while refs:
-            ready, refs = ray.wait(refs, num_returns=1)
-            job_id, frame, error = ray.get(ready[0])
-            if error is None:
-                job = by_id[job_id]
-                store.write(job_id, frame, {"fn": job.fn, "params": job.params, "label": job.label})
-            done(job_id, error)
+        _drive(todo, store, runner, report, bar, mine, poll_seconds)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        if started:
-            ray.shutdown()
+        runner.close(now=interrupted)
+        for job_id in mine:
+            store.release(job_id)
+        bar.close()
+        if interrupted:
+            log.info("sweep interrupted: %d job(s) finished and kept; rerun to resume", report.computed)
+    return report
+
+
+def _log_verdicts(report: SweepReport, store: ResultsStore) -> None:
+    now = code_version()
+    stale = [j for j, why in report.recomputed.items() if why == "stale"]
+    corrupt = [j for j, why in report.recomputed.items() if why == "corrupt"]
+    if stale:
+        log.warning("%d stored result(s) were made by other code (now sandbox %s, source %s; e.g. %s: %s); "
+                    "recomputing them (accept_stale_code=True keeps them): %s", len(stale), now["version"],
+                    now["source"], stale[0], store.code(stale[0]) or "no provenance", ", ".join(stale))
+    if report.accepted_stale:
+        log.warning("keeping %d result(s) made by other code (accept_stale_code): %s",
+                    len(report.accepted_stale), ", ".join(report.accepted_stale))
+    if corrupt:
+        log.warning("%d stored result(s) are corrupt; recomputing them: %s", len(corrupt), ", ".join(corrupt))
+
+
+def _drive(todo: list[Job], store: ResultsStore, runner, report: SweepReport, bar, mine: set[str],
+           poll_seconds: float) -> None:
+    """Claim, submit and collect until every job is finished here, finished elsewhere or failed."""
+    queue, waiting, attempts, announced = deque(todo), [], Counter(), set()
+    while queue or waiting or runner.busy:
+        while queue and runner.free:
+            job = queue.popleft()
+            if not store.claim(job.id):
+                if job.id not in announced:
+                    log.info("job %s is claimed by another live process (%s); waiting for it", job.id,
+                             store.lock_path(job.id))
+                    announced.add(job.id)
+                waiting.append(job)  # another live sweep computes it
+                continue
+            state = store.state(job.id)
+            if state == "ok":
+                store.release(job.id)  # finished meanwhile by another sweep
+                report.elsewhere += 1
+                bar.update(1)
+                continue
+            if state == "corrupt":
+                store.discard(job.id)
+            mine.add(job.id)
+            runner.submit(job)
+        if not runner.busy:  # only jobs that other sweeps hold are left: look again shortly
+            time.sleep(poll_seconds)
+        for job, alive, error in runner.wait(poll_seconds if waiting else None) if runner.busy else ():
+            attempts[job.id] += 1
+            if not alive and attempts[job.id] < ATTEMPTS:
+                log.warning("job %s: %s; running it again", job.id, error)
+                queue.appendleft(job)
+                continue
+            if not alive:
+                error = f"{error}, {ATTEMPTS} times: recorded as failed"
+            if error is None:
+                report.computed += 1
+            else:
+                report.failed[job.id] = error
+                log.error("job %s failed:\n%s", job.id, error)
+            store.release(job.id)
+            mine.discard(job.id)
+            bar.update(1)
+        queue.extend(waiting)
+        waiting.clear()
 
 
 def load_results(jobs: Sequence[Job], store: ResultsStore) -> pd.DataFrame:
-    """Concatenate the stored results of ``jobs`` (all must be finished)."""
+    """Concatenate the stored (verified) results of ``jobs`` (all must be finished)."""
     missing = [j.id for j in jobs if not store.exists(j.id)]
     if missing:
         raise ValueError(f"{len(missing)} job(s) have no results yet in {store.root} (e.g. {missing[0]}); run the sweep first")

@@ -6,11 +6,15 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
-from sandbox.envs.bandits import Bandit, ce_oracle, exact_pg, expected_return, expected_update
+from sandbox.core.seeding import derived_generator
+from sandbox.envs.bandits import ce_oracle, exact_pg, expected_return
 from sandbox.estimators import make_estimator
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.loop import ActorLearner
-from sandbox.runtime.seeding import derived_generator
+from sandbox.tasks.bandits import Bandit
+from sandbox.tasks.exact import expected_update
 
 
 def _random(S=2, N=3, K=4, seed=0):
@@ -54,8 +58,8 @@ def test_expected_update_matches_monte_carlo(name, kwargs):
     task.init_params(derived_generator(0, "init"))
     task._labels = torch.zeros(S, 1, dtype=torch.long)
     params = [z.expand(S, 1, K).clone().requires_grad_(True)]
-    rollout = task.collect(params, 0, 0, derived_generator(0, "mc"), 0)
-    terms = task.learner_terms(params, rollout, make_advantage("constant", b=0.25), None, False)
+    rollout = collect(task, params, 0, derived_generator(0, "mc"), 0)
+    terms = learner_terms(task, params, rollout, make_advantage("constant", b=0.25), None, False)
     (grad,) = torch.autograd.grad(est(terms).loss, params)
     samples = -grad[:, 0, :]
     mean, se = samples.mean(0), samples.std(0) / S**0.5

@@ -16,11 +16,14 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs import mnist as mn
-from sandbox.envs.mnist import MNIST, ChecksumError, IDXFormatError, MNISTNotFoundError
+from sandbox.envs.mnist import ChecksumError, IDXFormatError, MNISTNotFoundError
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.loop import ActorLearner, train
-from sandbox.runtime.seeding import derived_generator
+from sandbox.runtime.learner import learner_terms
+from sandbox.runtime.loop import ActorLearner, metrics_only, train
+from sandbox.tasks.mnist import MNIST
 
 SHARED = mn.find_test_split() or Path(mn.REPO).parent / "shared" / "data" / "mnist"
 needs_data = pytest.mark.skipif(mn.find_test_split() is None,
@@ -184,7 +187,7 @@ def test_rollout_shapes_rewards_and_groups():
     task = MNIST(**{**SMALL, "samples_per_context": 3})
     params = task.init_params(derived_generator(0, "init"))
     assert [tuple(p.shape) for p in params] == [(2, 784, 16), (2, 16), (2, 16, 10), (2, 10)]
-    r = task.collect(params, 0, 0, derived_generator(0, "roll"), 0)
+    r = collect(task, params, 0, derived_generator(0, "roll"), 0)
     assert r.actions.shape == (2, 24, 1) and r.rewards.shape == (2, 24)
     assert r.group.tolist() == [i for i in range(8) for _ in range(3)]
     images = r.obs[:, ::3]
@@ -238,8 +241,8 @@ def test_exact_mode_is_the_expected_update_of_sampled_reinforce():
     moved = torch.cat([(p.detach() - b).reshape(2, -1) for p, b in zip(run.params, before)], -1)
     oracle = run.task.oracle_directions(before, rollout.obs[:, ::10])["pg"]
     torch.testing.assert_close(moved, oracle, rtol=1e-4, atol=1e-7)
-    with pytest.raises(ValueError, match="per-image baseline"):
-        run.task.learner_terms(run.params, rollout, make_advantage("group_mean"), None, False)
+    with pytest.raises(ValueError, match="needs a per-context baseline"):
+        learner_terms(run.task, run.params, rollout, make_advantage("group_mean"), None, False)
 
 
 @needs_data
@@ -257,14 +260,14 @@ def test_probes_report_other_estimators_on_the_same_batch():
 def test_min_variance_baseline_uses_the_closed_form_grad_norms():
     task = MNIST(**{**SMALL, "samples_per_context": 4})
     params = task.init_params(derived_generator(0, "init"))
-    r = task.collect(params, 0, 0, derived_generator(0, "roll"), 0)
+    r = collect(task, params, 0, derived_generator(0, "roll"), 0)
     got = task.per_sample_grad_sq_norms(params, r.obs, r.actions[..., 0])
     leaves = [p.detach().clone().requires_grad_(True) for p in params]
     logp = torch.log_softmax(task.logits(leaves, r.obs), -1).gather(-1, r.actions)[..., 0]
     for i in (0, 5, 31):
         grads = torch.autograd.grad(logp[1, i], leaves, retain_graph=True)
         torch.testing.assert_close(got[1, i], sum(g.pow(2).sum() for g in grads), rtol=1e-4, atol=1e-6)
-    terms = task.learner_terms(leaves, r, make_advantage("min_variance"), None, False)
+    terms = learner_terms(task, leaves, r, make_advantage("min_variance"), None, False)
     assert terms.advantages.shape == (2, 32)
 
 
@@ -277,7 +280,7 @@ def _run(frictions=(), **kw):
     base = dict(task="mnist", task_kwargs={**SMALL, "samples_per_context": 2}, estimator="is_pg",
                 advantage="group_mean", steps=3, log_points=3, frictions=tuple(frictions))
     base.update(kw)
-    return train(RunConfig(**base)).drop(columns=["wall_time", "run_id"])
+    return metrics_only(train(RunConfig(**base)))
 
 
 @needs_data
@@ -294,7 +297,7 @@ def test_actor_bugs_report_and_true_behaviour():
     from sandbox.frictions import FrictionStack, make_friction
 
     task.attach_frictions(FrictionStack([make_friction("landmine", p_bug=0.5)]))
-    r = task.collect(params, 0, 0, derived_generator(0, "roll"), 0)
+    r = collect(task, params, 0, derived_generator(0, "roll"), 0)
     labels = r.extras["labels"]
     forced = (r.behavior_logp[..., 0] == 0)
     assert 0.35 < float(forced.float().mean()) < 0.65
@@ -304,14 +307,14 @@ def test_actor_bugs_report_and_true_behaviour():
     # behavior='true' hands the learner the true probabilities
     leaves = [p.detach().clone().requires_grad_(True) for p in params]
     adv = make_advantage("confidence")
-    reported = task.learner_terms(leaves, r, adv, None, False)
+    reported = learner_terms(task, leaves, r, adv, None, False)
     task.behavior = "true"
-    true = task.learner_terms(leaves, r, adv, None, False)
+    true = learner_terms(task, leaves, r, adv, None, False)
     assert torch.equal(reported.behavior_logp, r.behavior_logp)
     assert torch.equal(true.behavior_logp, r.true_behavior_logp)
     # label flip at p = 1: every reward is computed against a wrong label, so a correct digit earns 0
     task.attach_frictions(FrictionStack([make_friction("label_flip", p=1.0), make_friction("eps_random", eps=1.0)]))
-    r = task.collect(params, 0, 0, derived_generator(1, "roll"), 0)
+    r = collect(task, params, 0, derived_generator(1, "roll"), 0)
     correct = r.actions[..., 0] == r.extras["labels"]
     assert bool(correct.any()) and torch.all(r.rewards[correct] == 0) and bool((r.rewards[~correct] == 1).any())
     torch.testing.assert_close(r.behavior_logp, torch.full_like(r.behavior_logp, -math.log(10)))  # ε = 1: uniform

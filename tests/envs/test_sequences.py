@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.sequences import (
-    SequenceTask,
-    all_sequences,
     is_subsequence,
     key_value_labels,
     parity_labels,
@@ -22,10 +21,12 @@ from sandbox.envs.sequences import (
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack, make_friction
 from sandbox.frictions.actor_bugs import fake_quantize
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.loop import train
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import make_task
+from sandbox.runtime.learner import learner_terms
+from sandbox.runtime.loop import metrics_only, train
+from sandbox.tasks import make_task
+from sandbox.tasks.sequences import SequenceTask, all_sequences
 
 TINY = {"width": 16, "heads": 2, "layers": 1, "mlp": 32}
 
@@ -44,7 +45,7 @@ def _task(frictions=(), **kw):
 
 
 def _collect(task, params, seed=0, step=0):
-    return task.collect(params, step, step, derived_generator(seed, "rollout", step), seed)
+    return collect(task, params, step, derived_generator(seed, "rollout", step), seed)
 
 
 # ----------------------------------------------------------------------------- rewards
@@ -84,17 +85,17 @@ def test_signed_task_rewards(problem, answers, want):
     task = make_task(problem, **kw)
     rows = torch.tensor([prompts, prompts]).unsqueeze(0)
     assert task.rewards(rows, torch.tensor(answers).unsqueeze(0)).tolist() == [want]
-    assert task.error(torch.tensor([want])).tolist() == [0.5]  # (1 − mean R)/2: one of two wrong
+    assert task.env.error(torch.tensor([want])).tolist() == [0.5]  # (1 − mean R)/2: one of two wrong
 
 
 @pytest.mark.parametrize("problem", ["reverse_copy", "bit_parity", "key_value", "subsequence_match"])
 def test_correct_and_wrong_answers_score_the_reward_range(problem):
     task = make_task(problem, population=2)
-    prompts = task.sample_prompts(64, _gen(1))
+    prompts = task.env.sample_prompts(task.population, 64, _gen(1))
     lo, hi = task.reward_range
-    assert torch.all(task.rewards(prompts, task.correct_answers(prompts)) == hi)
-    assert torch.all(task.rewards(prompts, task.wrong_answers(prompts)) == lo)
-    assert task.correct_answers(prompts).shape == (2, 64, task.answer_len)
+    assert torch.all(task.rewards(prompts, task.env.correct_answers(prompts)) == hi)
+    assert torch.all(task.rewards(prompts, task.env.wrong_answers(prompts, task.wrong_answer)) == lo)
+    assert task.env.correct_answers(prompts).shape == (2, 64, task.answer_len)
 
 
 def test_spec_sizes_and_defaults():
@@ -146,10 +147,10 @@ def test_rollout_layout_and_learner_fast_path():
     assert torch.equal(rollout.rewards, task.rewards(rows, rollout.actions))
     assert torch.equal(rollout.behavior_logp, rollout.true_behavior_logp)
     adv = make_advantage("group_mean")
-    terms = task.learner_terms(params, rollout, adv, None, False)
+    terms = learner_terms(task, params, rollout, adv, None, False)
     assert torch.allclose(terms.logp, rollout.behavior_logp, atol=1e-6)  # on-policy
     plain = SequenceTask(**{**_task_kwargs(task), "share_prompts": False})
-    assert torch.allclose(plain.learner_terms(params, rollout, adv, None, False).logp, terms.logp, atol=1e-6)
+    assert torch.allclose(learner_terms(plain, params, rollout, adv, None, False).logp, terms.logp, atol=1e-6)
 
 
 def _task_kwargs(task):
@@ -166,7 +167,7 @@ def _run(frictions=(), **task):
     cfg = RunConfig(task="reverse_copy", task_kwargs={"H": 2, "population": 2, "prompts_per_step": 3,
                                                        "samples_per_prompt": 4, "eval_mode": "exact", **TINY, **task},
                     estimator="is_pg", lr=1e-2, steps=6, log_points=3, frictions=tuple(frictions))
-    return train(cfg).drop(columns=["wall_time", "run_id"])
+    return metrics_only(train(cfg))
 
 
 def test_every_friction_at_strength_zero_is_the_identity_bit_for_bit():
@@ -183,7 +184,7 @@ def test_landmine_reported_and_true_logp():
     rollout = _collect(task, params)
     hit = rollout.extras["replaced_landmine"]
     rows = rollout.obs.repeat_interleave(5, dim=1)
-    wrong = task.wrong_answers(rows)
+    wrong = task.env.wrong_answers(rows, task.wrong_answer)
     assert hit.any() and (~hit).any()
     assert torch.equal(rollout.actions[hit], wrong[hit])
     assert torch.allclose(rollout.behavior_logp[hit][:, 0], torch.full((int(hit.sum()),), math.log(0.5)))
@@ -322,8 +323,8 @@ def test_screened_kondo_equals_the_unscreened_estimator(pct, priority, flat_grou
         rollout = rollout.replace(rewards=rewards)
     est = make_estimator("kondo", pct=pct, priority=priority)
     adv = make_advantage("group_mean")
-    out_full = full.objective(est, full.learner_terms(params, rollout, adv, _gen(7), False), rollout, params)
-    out_scr = screened.objective(est, screened.learner_terms(params, rollout, adv, _gen(7), False), rollout, params)
+    out_full = full.objective(est, learner_terms(full, params, rollout, adv, _gen(7), False), rollout, params)
+    out_scr = screened.objective(est, learner_terms(screened, params, rollout, adv, _gen(7), False), rollout, params)
     assert torch.allclose(out_full.loss, out_scr.loss, atol=1e-6)
     g_full = torch.autograd.grad(out_full.loss, params)
     g_scr = torch.autograd.grad(out_scr.loss, params)
@@ -338,8 +339,8 @@ def test_screened_kondo_equals_the_unscreened_estimator(pct, priority, flat_grou
 def test_screened_backward_needs_kondo():
     task, params = _task(backward="screened")
     rollout = _collect(task, params)
-    terms = task.learner_terms(params, rollout, make_advantage("group_mean"), None, False)
-    with pytest.raises(ValueError, match="needs the kondo estimator"):
+    terms = learner_terms(task, params, rollout, make_advantage("group_mean"), None, False)
+    with pytest.raises(ValueError, match="needs an estimator that screens rows"):
         task.objective(make_estimator("dg"), terms, rollout)
 
 

@@ -13,7 +13,7 @@ from sandbox.envs.text import (
     encode_batch,
     make_text_env,
 )
-from sandbox.runtime.task import make_task
+from sandbox.tasks import make_task
 
 
 # ----------------------------------------------------------------------------- tokenizer

@@ -61,3 +61,8 @@ def make_toy(
 
 def n_valid(mask: torch.Tensor) -> torch.Tensor:
     return mask.sum((-2, -1), keepdim=True).to(torch.float64)
+
+
+def grad_ok(toy: Toy, out, weight: torch.Tensor, atol: float = 1e-12) -> bool:
+    """Autograd gradient of ``out.loss`` equals Σ_t weight_t·∇_z log π(a_t)."""
+    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=atol)

@@ -204,11 +204,14 @@ def test_population_members_never_mix(name):
         for i, t in enumerate(toys):
             for field in ("logits", "actions", "advantages", "mask", "behavior_logp"):
                 getattr(stacked, field)[i] = getattr(t, field)
-    est = make_estimator(name, **({"whiten": True} if name == "dg" else {}))
+    # clip_cov draws its tokens at random: ratio 1 zeroes every eligible token, so the draw cannot
+    # differ between the stacked and the separate batches
+    kwargs = {"dg": {"whiten": True}, "clip_cov": {"ratio": 1.0}}.get(name, {})
+    est = make_estimator(name, **kwargs)
 
     def run(toy):
         extra = {"target_logp": toy.logp()} if name == "xent" else {}
-        return est(toy.terms(**extra))
+        return est(toy.terms(generator=torch.Generator().manual_seed(0), **extra))
 
     outs = [run(t) for t in toys]
     joint = run(stacked)
@@ -264,3 +267,52 @@ def test_metrics_are_detached_and_finite():
         for key, value in out.metrics.items():
             assert not value.requires_grad, (name, key)
             assert math.isfinite(value.item()), (name, key)
+
+
+# ----------------------------------------------------------------------------- kl_coef penalty
+def test_kl_coef_hand_values():
+    # REINFORCE + τ·(log π − log μ)²: log π − log μ = (0.2, −0.4), τ = 0.5, A = (1, 1), token-mean
+    logp = torch.log(torch.tensor([[0.5], [0.2]], dtype=torch.float64))
+    mu = logp - torch.tensor([[0.2], [-0.4]], dtype=torch.float64)
+    terms = PGTerms(logp=logp, advantages=torch.ones(2, dtype=torch.float64), behavior_logp=mu)
+    out = make_estimator("reinforce", kl_coef=0.5)(terms)
+    expected = -(math.log(0.5) + math.log(0.2)) / 2 + 0.5 * (0.04 + 0.16) / 2
+    assert out.loss.item() == pytest.approx(expected)
+    assert out.metrics["kl_sq_mean"].item() == pytest.approx(0.1)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_kl_coef_gradient_is_analytic(seed):
+    # weight = −A + 2τ·(log π − log μ) per valid token, over N valid tokens
+    toy = make_toy(shape=(4, 3), seed=seed, off_policy=0.5)
+    out = make_estimator("reinforce", kl_coef=0.3)(toy.terms())
+    A = toy.advantages.unsqueeze(-1)
+    weight = (-A + 0.6 * (toy.logp().detach() - toy.behavior_logp)) * toy.mask / toy.mask.sum()
+    assert torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", [n for n in ESTIMATORS.names() if n != "pmpo"])
+def test_kl_coef_composes_with_every_estimator(name):
+    """loss(τ) − loss(0) = τ·aggregate((log π − log μ)²) over the tokens the estimator aggregates."""
+    toy = make_toy(seed=4, off_policy=0.5)
+    kwargs = {"target_logp": toy.logp()} if name == "xent" else {}
+    terms = toy.terms(generator=torch.Generator().manual_seed(0), **kwargs)
+    base = make_estimator(name)
+    tau = 0.25 + base.kl_coef  # dppo's default kl_coef is 1e-3
+    with_kl = make_estimator(name, kl_coef=tau)
+    mask = with_kl.penalized_token_loss(toy.terms(generator=torch.Generator().manual_seed(0), **kwargs)).mask
+    mask = toy.mask if mask is None else mask
+    sq = (toy.logp().detach() - toy.behavior_logp).pow(2)
+    delta = with_kl(toy.terms(generator=torch.Generator().manual_seed(0), **kwargs)).loss - base(terms).loss
+    expected = (tau - base.kl_coef) * aggregate(sq, mask, base.aggregation)
+    assert delta.item() == pytest.approx(expected.item(), rel=1e-9)
+
+
+def test_kl_coef_bad_input():
+    with pytest.raises(ValueError, match=r"kl_coef must lie in \[0.0, inf\]"):
+        make_estimator("ppo", kl_coef=-0.1)
+    with pytest.raises(ValueError, match="kl_coef must be 0 for pmpo"):
+        make_estimator("pmpo", kl_coef=0.1)
+    with pytest.raises(ValueError, match="reinforce with kl_coef > 0 needs behavior_logp"):
+        make_estimator("reinforce", kl_coef=0.1)(_terms())

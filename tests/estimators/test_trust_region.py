@@ -11,15 +11,12 @@ from hypothesis import strategies as st
 
 from sandbox import PGTerms, make_estimator
 
-from .helpers import make_toy, n_valid
+from .helpers import grad_ok, make_toy, n_valid
 
 
 def _ratio(toy, prox):
     return torch.exp(toy.logp().detach() - prox)
 
-
-def _grad_ok(toy, out, weight):
-    return torch.allclose(toy.autograd_grad(out.loss), toy.analytic_grad(weight), atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- hand values
@@ -131,23 +128,23 @@ def test_trust_region_gradients_are_analytic(seed, B, T):
         active = unclipped >= clipped
         if dual is not None:
             active &= ~((A < 0) & (torch.maximum(unclipped, clipped) > -dual * A))
-        assert _grad_ok(toy, out, -A * r * active * m / N), ("ppo", eps_low, eps_high, dual)
+        assert grad_ok(toy, out, -A * r * active * m / N), ("ppo", eps_low, eps_high, dual)
 
     # Decoupled PPO
     k = torch.exp(prox - toy.behavior_logp)
     out = make_estimator("decoupled_ppo", k_max=1.2)(terms())
     active = -A * r >= -A * torch.clamp(r, 0.8, 1.2)
-    assert _grad_ok(toy, out, -torch.clamp(k, max=1.2) * A * r * active * m / N)
+    assert grad_ok(toy, out, -torch.clamp(k, max=1.2) * A * r * active * m / N)
 
     # CISPO
     out = make_estimator("cispo", eps_low=0.2, eps_high=0.3)(terms())
-    assert _grad_ok(toy, out, -torch.clamp(r, 0.8, 1.3) * A * m / N)
+    assert grad_ok(toy, out, -torch.clamp(r, 0.8, 1.3) * A * m / N)
 
     # SAPO: d/dlog π of −(4/τ)σ(τ(r−1))A = −4·σ(1−σ)·r·A
     out = make_estimator("sapo")(terms())
     tau = torch.where(A > 0, torch.tensor(1.0, dtype=torch.float64), torch.tensor(1.05, dtype=torch.float64))
     sig = torch.sigmoid(tau * (r - 1))
-    assert _grad_ok(toy, out, -4 * sig * (1 - sig) * r * A * m / N)
+    assert grad_ok(toy, out, -4 * sig * (1 - sig) * r * A * m / N)
 
     # GSPO (seq-mean-token-mean): weight −A·s_i·1[unclipped]/(|y_i|·n_seq)
     eps = 0.05
@@ -155,19 +152,19 @@ def test_trust_region_gradients_are_analytic(seed, B, T):
     s = torch.exp(((toy.logp().detach() - prox) * m).sum(-1, keepdim=True) / m.sum(-1, keepdim=True))
     active = -A * s >= -A * torch.clamp(s, 1 - eps, 1 + eps)
     n_seq = (m.sum(-1) > 0).sum()
-    assert _grad_ok(toy, out, -A * s * active * m / (m.sum(-1, keepdim=True) * n_seq))
+    assert grad_ok(toy, out, -A * s * active * m / (m.sum(-1, keepdim=True) * n_seq))
 
     # OPSM = PPO on kept sequences
     est = make_estimator("opsm", delta=0.05, dual_clip=None)
     keep = est.keep_mask(terms()).unsqueeze(-1)
     active = -A * r >= -A * torch.clamp(r, 0.8, 1.2)
-    assert _grad_ok(toy, est(terms()), -A * r * active * keep * m / N)
+    assert grad_ok(toy, est(terms()), -A * r * active * keep * m / N)
 
     # PMPO with the KL term: −α/N₊ on A>0 tokens, +(1−α)/N₋ on A<0 tokens, −β/N everywhere
     out = make_estimator("pmpo", alpha=0.3, beta=0.2)(terms())
     pos, neg = m & (A > 0), m & (A < 0)
     weight = -0.3 * pos / pos.sum().clamp(min=1) + 0.7 * neg / neg.sum().clamp(min=1) - 0.2 * m / N
-    assert _grad_ok(toy, out, weight)
+    assert grad_ok(toy, out, weight)
 
 
 # ----------------------------------------------------------------------------- equivalences

@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.core.sampling import SamplingChain
+from sandbox.core.seeding import derived_generator
 from sandbox.envs.text import CharTokenizer, encode_batch
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack, make_friction
@@ -24,10 +26,11 @@ from sandbox.policies.hf import (
     tiny_causal_lm,
     token_mask,
 )
+from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.loop import train
-from sandbox.runtime.seeding import derived_generator
-from sandbox.runtime.task import make_task
+from sandbox.tasks import make_task
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -75,7 +78,7 @@ def test_tiny_model_init_is_seeded_and_leaves_the_global_rng_alone():
 def test_sampled_logp_equals_teacher_forced_recompute(model):
     ids, pmask = prompts()
     comp = sample_completions(model, ids, pmask, max_new_tokens=6, eos_id=EOS, pad_id=PAD, generator=gen(0),
-                              temperature=0.7)
+                              chain=SamplingChain(temperature=0.7))
     assert (~comp.mask).any() and comp.mask.all(-1).any()  # rows that stopped at EOS and rows that did not
     for method in ("naive", "fused"):
         with torch.no_grad():
@@ -153,21 +156,21 @@ def make(**overrides):
 
 
 def test_task_loss_fused_matches_naive_and_rollout_shapes(monkeypatch):
-    import sandbox.policies.hf as hf
+    import sandbox.policies.hf.logprob as hf
 
     calls = []
     monkeypatch.setattr(hf, "fused_logprob", lambda *a, **k: calls.append(1) or fused_logprob(*a, **k))
     losses = {}
     for method in ("fused", "naive"):
         task, params = make(logprob=method, temperature=0.9)
-        rollout = task.collect(params, step=0, version=0, generator=gen(1), seed=0)
+        rollout = collect(task, params, 0, gen(1), 0)
         B, T = 12, 4
         assert rollout.actions.shape == (1, B, T) and rollout.rewards.shape == (1, B)
         assert rollout.group.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
         assert torch.equal(rollout.behavior_logp, rollout.true_behavior_logp)
         leaves = [p.requires_grad_(True) for p in params]
         for name in ("reinforce", "dg", "xent"):
-            terms = task.learner_terms(leaves, rollout, make_advantage("group_mean"), gen(2), False)
+            terms = learner_terms(task, leaves, rollout, make_advantage("group_mean"), gen(2), False)
             torch.testing.assert_close(terms.logp.detach(), rollout.behavior_logp, rtol=1e-5, atol=2e-6)
             assert len(calls) == (2 if method == "fused" else 0)  # the sampled tokens and the xent target
             calls.clear()
@@ -181,8 +184,8 @@ def test_task_loss_fused_matches_naive_and_rollout_shapes(monkeypatch):
 
 def test_xent_objective_is_the_answer_log_likelihood():
     task, params = make()
-    rollout = task.collect(params, 0, 0, gen(1), 0)
-    terms = task.learner_terms(params, rollout, make_advantage("group_mean"), gen(2), False)
+    rollout = collect(task, params, 0, gen(1), 0)
+    terms = learner_terms(task, params, rollout, make_advantage("group_mean"), gen(2), False)
     out = task.objective(make_estimator("xent"), terms, rollout)
     target, tmask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
     assert tmask.sum(-1).tolist() == [4] * 12  # three letters and EOS
@@ -205,10 +208,10 @@ def test_k3_kl_formula():
 
 def test_precision_mismatch_off_is_the_identity_bit_for_bit():
     task, params = make()
-    base = task.collect(params, 3, 2, gen(9), 0)
+    base = collect(task, params, 2, gen(9), 0)
     for dtype in ("off", "float32"):
         task.attach_frictions(FrictionStack([make_friction("precision_mismatch", sampler_dtype=dtype)]))
-        other = task.collect(params, 3, 2, gen(9), 0)
+        other = collect(task, params, 2, gen(9), 0)
         for f in dataclasses.fields(base):
             a, b = getattr(base, f.name), getattr(other, f.name)
             if isinstance(a, dict):
@@ -220,7 +223,7 @@ def test_precision_mismatch_off_is_the_identity_bit_for_bit():
 def test_precision_mismatch_bf16_sampler_has_positive_k3_kl():
     task, params = make(samples_per_prompt=8)
     task.attach_frictions(FrictionStack([make_friction("precision_mismatch", sampler_dtype="bfloat16")]))
-    rollout = task.collect(params, 0, 0, gen(4), 0)
+    rollout = collect(task, params, 0, gen(4), 0)
     k3 = rollout.extras["sampler_k3_kl"]
     assert k3.shape == (1,) and 0 < k3.item() < 1e-2
     assert task.policy._actors[torch.bfloat16].dtype == torch.bfloat16  # the sampler ran in bf16
@@ -239,13 +242,13 @@ def test_precision_mismatch_bf16_sampler_has_positive_k3_kl():
 def test_landmine_and_rare_discovery_on_text():
     task, params = make()
     task.attach_frictions(FrictionStack([make_friction("landmine", p_bug=1.0)]))
-    rollout = task.collect(params, 0, 0, gen(1), 0)
+    rollout = collect(task, params, 0, gen(1), 0)
     wrong = [TOK.decode(row) for row in rollout.actions[0]]
     assert all(len(w) == 3 for w in wrong) and (rollout.rewards < 1).all()
     assert (rollout.behavior_logp.sum(-1) == 0).all()  # reported: probability 1
     torch.testing.assert_close(rollout.true_behavior_logp.sum(-1), torch.zeros(1, 12))  # forced with rate 1
     task.attach_frictions(FrictionStack([make_friction("rare_discovery", p_disc=1.0)]))
-    rollout = task.collect(params, 0, 0, gen(1), 0)
+    rollout = collect(task, params, 0, gen(1), 0)
     assert (rollout.rewards == 1).all() and rollout.mask.sum(-1).eq(4).all()
 
 
@@ -260,7 +263,7 @@ def test_local_checkpoint_path_and_its_tokenizer(tmp_path):
     saved.save_pretrained(tmp_path)
     task, params = make(path=str(tmp_path), env_kwargs={"length": 2, "alphabet": "ab"})
     assert all(torch.equal(p[0], q) for p, q in zip(params, saved.parameters()))
-    assert task.collect(params, 0, 0, gen(0), 0).actions.shape == (1, 12, 3)
+    assert collect(task, params, 0, gen(0), 0).actions.shape == (1, 12, 3)
     # a checkpoint's own tokenizer (built in code here: no files to download)
     vocab = {"<pad>": 0, "<eos>": 1, "a": 2, "b": 3, "=": 4}
     inner = Tokenizer(WordLevel(vocab, unk_token="<pad>"))
@@ -268,7 +271,7 @@ def test_local_checkpoint_path_and_its_tokenizer(tmp_path):
     PreTrainedTokenizerFast(tokenizer_object=inner, eos_token="<eos>", pad_token="<pad>").save_pretrained(tmp_path)
     task, params = make(path=str(tmp_path), tokenizer="checkpoint", env_kwargs={"length": 2, "alphabet": "ab"})
     assert task.tok.encode("ab=") == [2, 3, 4] and task.tok.decode([3, 2, 1, 2]) == "ba"
-    assert task.collect(params, 0, 0, gen(0), 0).rewards.shape == (1, 12)
+    assert collect(task, params, 0, gen(0), 0).rewards.shape == (1, 12)
 
 
 def test_bad_input_raises_value_errors(tmp_path):
@@ -293,11 +296,11 @@ def test_bad_input_raises_value_errors(tmp_path):
     with pytest.raises(ValueError, match="logprob must be one of"):
         make_task("hf_text", logprob="exact")
     with pytest.raises(ValueError, match="call init_params first"):
-        make_task("hf_text").collect([], 0, 0, gen(0), 0)
+        collect(make_task("hf_text"), [], 0, gen(0), 0)
     task, params = make()
-    rollout = task.collect(params, 0, 0, gen(0), 0)
+    rollout = collect(task, params, 0, gen(0), 0)
     with pytest.raises(ValueError, match="cannot provide"):
-        task.learner_terms(params, rollout, make_advantage("confidence"), gen(0), False)
+        learner_terms(task, params, rollout, make_advantage("confidence"), gen(0), False)
     with pytest.raises(ValueError, match="left-padded"):
         ids, pmask = encode_batch(TOK, ["ab=", "a="], side="right")
         completion_logp(task.policy.model, ids, pmask, ids[:, :1], torch.ones(2, 1, dtype=torch.bool))

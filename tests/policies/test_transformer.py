@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sandbox.core.sampling import SamplingChain
 from sandbox.policies.transformer import SMALL_ATTENTION, Transformer, attention
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -207,8 +208,8 @@ def test_sampler_hooks_temperature_and_eps():
     params = model.init(1, _gen(), torch.float64)
     prompts = torch.randint(0, 3, (1, 2, 3), generator=_gen(1))
     shift = torch.tensor([0.5, -1.0, 0.0], dtype=torch.float64)
-    out = model.sample(params, prompts, 5, 4, _gen(2), temperature=0.7, eps=0.2, logits_hook=lambda z: z + shift)
-    ref = model.sample(params, prompts, 5, 4, _gen(2), temperature=0.7, eps=0.2, logits_hook=lambda z: z + shift,
+    out = model.sample(params, prompts, 5, 4, _gen(2), chain=SamplingChain(temperature=0.7, eps=0.2, logits_hook=lambda z: z + shift))
+    ref = model.sample(params, prompts, 5, 4, _gen(2), chain=SamplingChain(temperature=0.7, eps=0.2, logits_hook=lambda z: z + shift),
                        cache=False)
     assert torch.equal(out.actions, ref.actions)
     logits = model.answer_logits(params, prompts, out.actions) / 0.7 + shift
@@ -253,4 +254,4 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="must hold 21 tensors"):
         model.logits(params[:-1], torch.zeros(1, 1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="temperature must lie in"):
-        model.sample(params, torch.zeros(1, 1, 2, dtype=torch.long), 2, 2, _gen(), temperature=0.0)
+        model.sample(params, torch.zeros(1, 1, 2, dtype=torch.long), 2, 2, _gen(), chain=SamplingChain(temperature=0.0))

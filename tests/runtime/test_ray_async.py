@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
 ray = pytest.importorskip("ray")
 
 from sandbox.runtime.config import RunConfig  # noqa: E402
-from sandbox.runtime.loop import train  # noqa: E402
+from sandbox.runtime.loop import metrics_only, train  # noqa: E402
 from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, train_async  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("ray")
@@ -33,7 +34,7 @@ def local_ray():
 
 
 def _numbers(frame):
-    return frame.drop(columns=[c for c in EXTRA if c in frame.columns]).reset_index(drop=True)
+    return metrics_only(frame.drop(columns=[c for c in EXTRA if c in frame.columns]))
 
 
 def test_zero_staleness_is_the_synchronous_loop_bit_for_bit():
@@ -81,9 +82,8 @@ def test_killed_worker_is_restarted_and_no_rollout_is_lost_or_counted_twice():
     assert _numbers(got).equals(_numbers(reference))  # the re-sampled rollout is identical
 
 
-def test_checkpoint_resume_matches_an_uninterrupted_run(tmp_path):
-    path = tmp_path / "learner.pt"
-    acfg = AsyncConfig(n_workers=2, max_staleness=2, checkpoint_path=str(path), checkpoint_every=5)
+def _crash(acfg, at_step=13):
+    """Run CFG until ``at_step``, then crash the driver's learner loop (checkpoints stay)."""
     runner = AsyncRunner(CFG, acfg)
     original = runner.rollout
 
@@ -91,17 +91,38 @@ def test_checkpoint_resume_matches_an_uninterrupted_run(tmp_path):
         pass
 
     def rollout(step):
-        if step == 13:
+        if step == at_step:
             raise Crash
         return original(step)
 
     runner.rollout = rollout
     with pytest.raises(Crash):
         runner.run()
-    assert path.is_file()
+    assert Path(acfg.checkpoint_path).is_file()
+
+
+def test_checkpoint_resume_matches_an_uninterrupted_run_and_keeps_the_counters(tmp_path):
+    acfg = AsyncConfig(n_workers=2, max_staleness=2, checkpoint_path=str(tmp_path / "learner.pt"), checkpoint_every=5)
+    _crash(acfg)
     resumed = train_async(CFG, acfg, resume=True)
     uninterrupted = train_async(CFG, AsyncConfig(n_workers=2, max_staleness=2))
     assert _numbers(resumed).equals(_numbers(uninterrupted))
+    assert resumed.rollouts_received.iloc[0] == CFG.steps  # counted before the checkpoint, and after
+
+
+def test_resume_checks_the_config_against_the_checkpoint(tmp_path):
+    acfg = AsyncConfig(n_workers=2, max_staleness=2, checkpoint_path=str(tmp_path / "learner.pt"), checkpoint_every=5)
+    _crash(acfg)
+    with pytest.raises(ValueError, match=r"config differs from the checkpoint .* in \['lr'\]"):
+        train_async(CFG.replace(lr=0.2), acfg, resume=True)
+    with pytest.raises(ValueError, match=r"in \['steps'\].*checkpoint: steps=24"):
+        train_async(CFG.replace(steps=20), acfg, resume=True)
+    longer = CFG.replace(steps=30, label="longer")  # the same run, continued further: allowed
+    resumed = train_async(longer, acfg, resume=True)
+    assert resumed.run_id.iloc[0] == longer.run_id and resumed.step.max() == 30
+    reference = train(longer.replace(staleness={"kind": "fixed", "D": 2}))
+    last = _numbers(resumed[resumed.step == 30]).drop(columns="job_id", errors="ignore")
+    assert last.equals(_numbers(reference[reference.step == 30]))
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -92,12 +92,25 @@ def test_killed_sweep_resumes_without_recomputing_or_corrupting(tmp_path):
     assert sorted(f.seed.iloc[0] for f in frames) == list(range(16))
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_backend(tmp_path):
     pytest.importorskip("ray")
+    from tests.reliability.test_processes import PLUGIN
+
+    plugin = tmp_path / "halved_ray_plugin.py"
+    plugin.write_text(PLUGIN.format(name="halved_ray"))
+    planned = Job.training(RunConfig(task="bandit", task_kwargs=SMALL, estimator="halved_ray", steps=3, log_points=2))
     store = ResultsStore(tmp_path)
-    report = run_sweep(_jobs(3) + [Job("tests.runtime.test_sweep:fails", {}, "bad")], store, backend="ray",
-                       workers=2, progress=False)
-    assert report.computed == 3 and len(report.failed) == 1
+    try:
+        report = run_sweep(_jobs(3) + [Job("tests.runtime.test_sweep:fails", {}, "bad"), planned], store,
+                           backend="ray", workers=2, progress=False, plugins=[str(plugin)])
+    finally:
+        from sandbox.estimators import ESTIMATORS
+
+        ESTIMATORS._entries.pop("halved_ray", None)
+        sys.modules.pop("halved_ray_plugin", None)
+    assert report.computed == 4 and len(report.failed) == 1, report.failed  # the plugin's estimator ran on Ray
+    assert store.code(planned.id) == store.code(_jobs(1)[0].id) != {}
     local = ResultsStore(tmp_path / "local")
     run_sweep(_jobs(3), local, workers=1, progress=False)
     for job in _jobs(3):  # Ray and local processes give the same numbers

@@ -10,7 +10,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from sandbox.validation import check_shape, check_tensor
+from sandbox.core.validation import check_shape, check_tensor
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class Rollout:
         group: prompt/context id per sequence, for group baselines.
         version: learner step whose parameters produced each token (staleness = step − version).
         extras: environment-specific tensors (labels for the supervised oracle, …).
+
+    Rewards and log-probs may hold NaN/inf: a population member whose rollout does has diverged,
+    and the learner freezes that member alone (``ActorLearner.update``) instead of stopping all.
     """
 
     obs: Any
@@ -48,9 +51,9 @@ class Rollout:
         check_tensor("mask", self.mask, dtype="bool")
         check_shape("mask", self.mask, shape, "actions")
         for name in ("behavior_logp", "true_behavior_logp"):
-            check_tensor(name, getattr(self, name), dtype="float")
+            check_tensor(name, getattr(self, name), dtype="float", finite=False)
             check_shape(name, getattr(self, name), shape, "actions")
-        check_tensor("rewards", self.rewards, dtype="float")
+        check_tensor("rewards", self.rewards, dtype="float", finite=False)
         if tuple(self.rewards.shape) not in (shape, shape[:-1]):
             raise ValueError(f"rewards must have shape {shape[:-1]} or {shape}, got {tuple(self.rewards.shape)}")
         check_tensor("group", self.group, dtype="int")

@@ -13,20 +13,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from sandbox.advantages import Advantage, compute_advantages
+from sandbox.core.rollout import Rollout
+from sandbox.core.sampling import draw
 from sandbox.diagnostics import cosine
-from sandbox.estimators.base import Estimator, PGTerms
-from sandbox.frictions.base import FrictionContext, FrictionStack, Sample
-from sandbox.rollout import Rollout, single_step_rollout
-from sandbox.runtime.task import Task
-
-
-def sample_categorical(probs: Tensor, generator: torch.Generator) -> Tensor:
-    """One draw per row of ``probs`` [..., K] by inverse CDF on one uniform per row."""
-    u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=probs.dtype)
-    cdf = torch.cumsum(probs, -1)
-    idx = torch.searchsorted(cdf, u * cdf[..., -1:], right=True)
-    return idx.clamp(max=probs.shape[-1] - 1).squeeze(-1)
+from sandbox.estimators.base import Estimator
+from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.tasks.base import Batch, PolicySample, Scored, Task
+from sandbox.tasks.exact import expected_objective
 
 
 def flat_grad(outputs: Tensor, params: Sequence[Tensor], population: int, retain_graph: bool = False) -> Tensor:
@@ -78,8 +71,14 @@ class CategoricalTask(Task):
         draw form a group), ``[B]``; tasks with a small set of contexts group by context id."""
         return torch.arange(self.batch_size).repeat_interleave(self.samples_per_context)
 
-    # ------------------------------------------------------------------ actor
-    def friction_context(self, contexts: Tensor, seed: int) -> FrictionContext:
+    # ------------------------------------------------------------------ actor side
+    def draw_batch(self, generator):
+        n, m = self.batch_size, self.samples_per_context
+        contexts = self.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
+        return Batch(obs=contexts, rows=contexts, group=self.group_ids(contexts))
+
+    def friction_context(self, batch: Batch, seed: int) -> FrictionContext:
+        contexts = batch.obs
         return FrictionContext(
             n_actions=self.n_actions,
             reward_range=self.reward_range,
@@ -88,65 +87,47 @@ class CategoricalTask(Task):
             seed=seed,
         )
 
-    def actor_probs(self, actor_params: Sequence[Tensor], contexts: Tensor, ctx: FrictionContext,
-                    generator: torch.Generator) -> Tensor:
-        params = self.frictions.actor_params(actor_params, ctx)
-        logits = self.frictions.actor_logits(self.logits(params, contexts), ctx, generator)
-        return self.frictions.actor_probs(torch.softmax(logits, -1), ctx)
+    def sample(self, params, batch, chain, generator):
+        log_probs, probs = chain.distribution(self.logits(params, batch.obs))
+        u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=probs.dtype)
+        actions = draw(probs, u).unsqueeze(-1)  # [S, R, 1]
+        return PolicySample(actions, log_probs.gather(-1, actions), lambda a: log_probs.gather(-1, a))
 
-    def collect(self, actor_params, step, version, generator, seed):
-        n, m = self.batch_size, self.samples_per_context
-        contexts = self.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
-        ctx = self.friction_context(contexts, seed)
-        with torch.no_grad():
-            probs = self.actor_probs(actor_params, contexts, ctx, generator)
-            actions = sample_categorical(probs, generator)
-            log_probs = torch.log(probs)
-            logp = log_probs.gather(-1, actions.unsqueeze(-1))
-            sample = Sample(actions.unsqueeze(-1), logp, logp)
-            sample, replaced = self.frictions.override(
-                sample, ctx, generator, policy_logp=lambda a: log_probs.gather(-1, a)
-            )
-            rewards = self.sample_rewards(contexts, sample.actions[..., 0], generator)
-            rewards = self.frictions.reward(rewards, sample, ctx, generator, replaced)
-        return single_step_rollout(
-            obs=contexts,
-            actions=sample.actions[..., 0],
-            behavior_logp=sample.behavior_logp[..., 0],
-            true_behavior_logp=sample.true_logp[..., 0],
-            rewards=rewards,
-            group=self.group_ids(contexts),
-            version=version,
-            extras={"labels": ctx.correct_actions[..., 0]},
-        )
+    def reward(self, batch, actions, generator):
+        return self.sample_rewards(batch.obs, actions[..., 0], generator)
 
-    # ------------------------------------------------------------------ learner
+    def rollout_extras(self, batch, ctx, actor_params, params, sample):
+        return {"labels": ctx.correct_actions[..., 0]}
+
+    # ------------------------------------------------------------------ learner side
     def per_sample_grad_sq_norms(self, params: Sequence[Tensor], contexts: Tensor, actions: Tensor) -> Tensor:
         """‖∇_θ log π(a|x)‖² per row ``[S, n]``; subclasses provide it for the min-variance baseline."""
         raise ValueError(f"{type(self).__name__} does not provide per-sample gradient norms; "
                          "use min_variance with weights='rho2'")
 
-    def learner_terms(self, params, rollout, advantage: Advantage, generator, recompute_proximal):
+    def score(self, params, rollout, grad=True):
         contexts = rollout.obs
-        log_probs = torch.log_softmax(self.logits(params, contexts), -1)  # [S, R, K]
-        logp = log_probs.gather(-1, rollout.actions)  # [S, R, 1]
-        adv = compute_advantages(
-            advantage, rollout.rewards, rollout.group, type(self).__name__,
-            probs=lambda: log_probs.detach().exp(),
-            rho=lambda: torch.exp(logp.detach() - rollout.behavior_logp).squeeze(-1),
-            grad_sq_norms=lambda: self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0]),
-        )
+        with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
+            log_probs = torch.log_softmax(self.logits(params, contexts), -1)  # [S, R, K]
         labels = rollout.extras["labels"]
-        return PGTerms(
-            logp=logp,
-            advantages=adv,
-            mask=rollout.mask,
-            behavior_logp=rollout.behavior_logp,
-            proximal_logp=logp.detach() if recompute_proximal else None,
-            group=rollout.group,
+        return Scored(
+            logp=log_probs.gather(-1, rollout.actions),  # [S, R, 1]
             target_logp=log_probs.gather(-1, labels.unsqueeze(-1)),
-            generator=generator,
+            providers={
+                "probs": lambda: log_probs.detach().exp(),
+                "grad_sq_norms": lambda: self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0]),
+            },
         )
+
+    # ------------------------------------------------------------------ exact variant
+    @property
+    def enumerates(self) -> bool:
+        return getattr(self, "mode", "sampled") == "exact"
+
+    def objective(self, estimator, terms, rollout, params=None):
+        if self.enumerates:
+            return expected_objective(estimator, terms, rollout.extras["weights"])
+        return estimator(terms)
 
     # ------------------------------------------------------------------ oracles
     def oracle_contexts(self, rollout: Rollout) -> Tensor:
@@ -163,7 +144,7 @@ class CategoricalTask(Task):
         return {"pg": flat_grad(pg, leaves, self.population, retain_graph=True),
                 "ce": flat_grad(ce, leaves, self.population)}
 
-    def update_diagnostics(self, params, rollout, grad, estimator: Estimator):
+    def update_diagnostics(self, params, rollout, grad, estimator: Estimator, terms_of=None):
         direction = -grad  # the estimator's ascent direction
         oracles = self.oracle_directions(params, self.oracle_contexts(rollout))
         return {f"cos_{name}": cosine(direction, d) for name, d in oracles.items()}

@@ -1,0 +1,11 @@
+"""The bottom layer: registries, validation, seeding and the contracts every other layer shares
+(``Rollout`` from the actor to the learner, ``PGTerms`` and ``EstimatorOutput`` around an
+estimator). It imports nothing from the rest of the package."""
+
+from sandbox.core.registry import Registry
+from sandbox.core.rollout import Rollout, single_step_rollout
+from sandbox.core.seeding import derived_generator
+from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
+
+__all__ = ["EstimatorOutput", "PGTerms", "Registry", "Rollout", "TokenLoss", "derived_generator",
+           "single_step_rollout"]

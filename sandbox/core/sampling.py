@@ -1,0 +1,75 @@
+"""The actor's sampling distribution, computed in one place for every policy family.
+
+At every position the actor turns the policy's logits z into the distribution it draws from:
+
+    z → z / τ → logits hook (frictions) → log-softmax → (1 − ε)·p + ε/V → probability hook (frictions)
+
+and records the log-probability of the drawn token under exactly that distribution. The same
+``SamplingChain`` scores given tokens teacher-forced (``logp``), so a policy's sampler and its
+teacher-forced twin cannot disagree, and ``draw`` is the one inverse-CDF draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from sandbox.core.validation import check_range
+
+Hook = Callable[[Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class SamplingChain:
+    """Temperature τ, a logits hook, ε-mixing with the uniform distribution over the last axis and a
+    probability hook; the identity chain is the policy itself (τ = 1, no hooks, ε = 0)."""
+
+    temperature: float = 1.0
+    logits_hook: Hook | None = None
+    eps: float = 0.0
+    probs_hook: Hook | None = None
+
+    def __post_init__(self) -> None:
+        check_range("temperature", self.temperature, low=0.0, low_open=True)
+        check_range("eps", self.eps, low=0.0, high=1.0)
+
+    @property
+    def transforms_probs(self) -> bool:
+        return self.eps > 0 or self.probs_hook is not None
+
+    def distribution(self, logits: Tensor) -> tuple[Tensor, Tensor]:
+        """``(log_probs, probs)`` over the last axis of ``logits [..., V]``."""
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
+        if self.logits_hook is not None:
+            logits = self.logits_hook(logits)
+        log_probs = torch.log_softmax(logits, -1)
+        probs = log_probs.exp()
+        if self.transforms_probs:
+            if self.eps > 0:
+                probs = (1 - self.eps) * probs + self.eps / logits.shape[-1]
+            if self.probs_hook is not None:
+                probs = self.probs_hook(probs)
+            log_probs = torch.log(probs)
+        return log_probs, probs
+
+    def logp(self, logits: Tensor, actions: Tensor) -> Tensor:
+        """Teacher-forced log-probs of ``actions [...]`` under the chain, from ``logits [..., V]``."""
+        return self.distribution(logits)[0].gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+IDENTITY = SamplingChain()
+
+
+def draw(probs: Tensor, uniforms: Tensor) -> Tensor:
+    """Inverse-CDF draw of one token per row of ``probs [..., V]`` from ``uniforms [..., 1]`` in [0, 1)
+    (the CDF is normalised by its last entry, so rounding never leaves the support)."""
+    cdf = torch.cumsum(probs, -1)
+    token = torch.searchsorted(cdf, uniforms.to(cdf.dtype) * cdf[..., -1:], right=True)
+    return token.clamp_(max=probs.shape[-1] - 1).squeeze(-1)
+
+
+__all__ = ["IDENTITY", "Hook", "SamplingChain", "draw"]

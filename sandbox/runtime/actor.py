@@ -1,0 +1,86 @@
+"""The actor: the one sampling path of every task through the friction stack (DESIGN.md, data flow).
+
+    batch → friction context → actor params (frictions) → sampling chain (temperature, logit and
+    probability hooks, ε) → policy sample → row overrides (composed mixtures) → reward → reward
+    frictions → Rollout
+
+``behavior_logp`` is what the actor reports, ``true_behavior_logp`` the log-prob under what it
+really sampled from; because the chain and the override mixtures are composed here, once, the two
+are right for any stack of frictions. ``enumerate_rollout`` is the exact-expectation twin: every
+action of every context with its weight μ/n (no sampling, so no row overrides or reward noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from sandbox.core.rollout import Rollout
+from sandbox.frictions.base import FrictionStack, Sample
+from sandbox.tasks.base import Task
+
+
+def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator: torch.Generator,
+            seed: int) -> Rollout:
+    """Sample one batch of ``task`` (under its friction stack) with the actor's (possibly stale)
+    parameters, stamped ``version``; ``seed`` is the run's (for per-run friction draws)."""
+    frictions = task.frictions
+    if task.enumerates:
+        return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
+    batch = task.draw_batch(generator)
+    ctx = task.friction_context(batch, seed)
+    with torch.no_grad():
+        params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
+        chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
+        drawn = task.sample(params, batch, chain, generator)
+        sample, replaced = frictions.override(Sample(drawn.actions, drawn.logp, drawn.logp), ctx, generator,
+                                              policy_logp=drawn.logp_of)
+        rewards = task.reward(batch, sample.actions, generator)
+        rewards = frictions.reward(rewards, sample, ctx, generator, replaced)
+        mask = task.token_mask(batch, sample.actions)
+    extras = task.rollout_extras(batch, ctx, actor_params, params, drawn)
+    extras.update({f"replaced_{name}": rows for name, rows in replaced.items()})
+    zero = torch.zeros((), dtype=sample.behavior_logp.dtype)
+    return Rollout(
+        obs=batch.obs,
+        actions=sample.actions,
+        mask=mask,
+        behavior_logp=torch.where(mask, sample.behavior_logp, zero),
+        true_behavior_logp=torch.where(mask, sample.true_logp, zero),
+        rewards=rewards,
+        group=batch.group,
+        version=torch.full(sample.actions.shape, int(version), dtype=torch.long, device=sample.actions.device),
+        extras=extras,
+    )
+
+
+def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequence[Tensor], version: int,
+                      generator: torch.Generator, seed: int) -> Rollout:
+    """Every (context, action) row of the batch with μ from the actor's sampling chain: rows
+    ``n·K``, T = 1, ``extras['weights'] = μ(a|x)/n`` (the objective's weights)."""
+    if any(f.kind == "reward" or f.replaces_rows for f in frictions.frictions):
+        raise ValueError("the exact (enumerating) mode takes only frictions that change μ (logit noise, "
+                         "quantisation, ε-random): row overrides and reward corruption need mode='sampled'")
+    batch = task.draw_batch(generator)
+    ctx = task.friction_context(batch, seed)
+    with torch.no_grad():
+        params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
+        chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
+        mu = chain.distribution(task.logits(params, batch.obs))[1]  # [S, n, K]
+    S, n, K = mu.shape
+    # actions whose probability underflows to 0 carry weight 0: keep their log-prob finite
+    log_mu = torch.log(mu.clamp(min=torch.finfo(mu.dtype).tiny)).reshape(S, n * K, 1)
+    labels = task.labels(batch.obs)
+    return Rollout(
+        obs=batch.obs.repeat_interleave(K, dim=-1),
+        actions=torch.arange(K).repeat(n).expand(S, n * K).unsqueeze(-1),
+        mask=torch.ones(S, n * K, 1, dtype=torch.bool),
+        behavior_logp=log_mu,
+        true_behavior_logp=log_mu,
+        rewards=task.reward_table(batch.obs).to(mu.dtype).reshape(S, n * K),
+        group=torch.arange(n).repeat_interleave(K),
+        version=torch.full((S, n * K, 1), int(version), dtype=torch.long),
+        extras={"labels": labels.repeat_interleave(K, dim=-1), "weights": (mu / n).reshape(S, n * K, 1)},
+    )

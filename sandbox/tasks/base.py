@@ -1,0 +1,176 @@
+"""A task is an environment composed with a policy family, in functional form over population
+parameters ``[S, ...]`` (S seeds train as one batched computation).
+
+The runtime owns everything else. Its one actor (``sandbox.runtime.actor``) asks the task for a
+batch of contexts, the policy's samples under the friction stack's sampling chain and the rewards;
+its one learner (``sandbox.runtime.learner``) asks the task to score a rollout under the learner's
+parameters and builds ``PGTerms``. A task only says *what* its environment and policy are:
+
+    draw_batch → friction_context → sample (policy + chain) → reward      (actor side)
+    score → objective → evaluate / update_diagnostics                     (learner side)
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from sandbox.core.registry import Registry
+from sandbox.core.rollout import Rollout
+from sandbox.core.sampling import SamplingChain
+from sandbox.core.terms import EstimatorOutput
+from sandbox.frictions.base import FrictionContext, FrictionStack
+
+TASKS: Registry[Task] = Registry("task")
+
+
+def register_task(name: str, *, replace: bool = False):
+    return TASKS.register(name, replace=replace)
+
+
+#: modules that register tasks; imported on first use so that workers know every task
+TASK_MODULES = ("sandbox.tasks.bandits", "sandbox.tasks.mnist", "sandbox.tasks.sequences", "sandbox.tasks.hf_text")
+
+
+def load_tasks() -> None:
+    for module in TASK_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:  # a missing dependency of an existing module is an error
+                raise
+
+
+def make_task(name: str, **kwargs) -> Task:
+    """``make_task("bandit", K=100, batch_size=100, population=10)``."""
+    if name not in TASKS:
+        load_tasks()
+    return TASKS.make(name, **kwargs)
+
+
+@dataclass
+class Batch:
+    """What the environment drew for one step: ``obs`` (what the policy conditions on: context ids,
+    images, prompts), ``rows`` (the context of each of the B rows, for rewards and frictions),
+    ``group`` (baseline group per row) and environment-specific ``extras``."""
+
+    obs: Any
+    rows: Any
+    group: Tensor
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PolicySample:
+    """Tokens ``[*P, B, T]`` drawn by the actor, their log-probs under its sampling chain, and
+    ``logp_of(actions)``: the per-token log-probs of any tokens under the same actor (for the true μ
+    of rows a friction replaces)."""
+
+    actions: Tensor
+    logp: Tensor
+    logp_of: Callable[[Tensor], Tensor]
+
+
+@dataclass
+class Scored:
+    """The learner's view of a rollout: differentiable ``logp [*P, B, T]``, the supervised target's
+    log-probs (or None) and lazy providers of the extra inputs baselines may need
+    (``probs``, ``grad_sq_norms``; ``rho`` is supplied by the learner)."""
+
+    logp: Tensor
+    target_logp: Tensor | None = None
+    providers: dict[str, Callable[[], Tensor]] = field(default_factory=dict)
+
+
+class Task(ABC):
+    """Subclasses are dataclasses (their fields are the task's knobs, each with a comment) registered by name."""
+
+    population: int
+    frictions: FrictionStack
+    #: the actor samples at this temperature and ε (fields of tasks that expose them)
+    temperature: float = 1.0
+    eps_mix: float = 0.0
+    #: learner settings that learn on this task (``RunConfig`` uses them unless told otherwise)
+    default_advantage: ClassVar[str] = "group_mean"
+    default_optimizer: ClassVar[str] = "adam"
+    default_lr: ClassVar[float] = 1e-3
+
+    def attach_frictions(self, frictions: FrictionStack) -> None:
+        self.frictions = frictions
+
+    @property
+    def enumerates(self) -> bool:
+        """True for the exact-expectation variant: the actor enumerates every action with weight μ."""
+        return False
+
+    # ------------------------------------------------------------------ parameters and environment
+    @abstractmethod
+    def init_params(self, generator: torch.Generator) -> list[Tensor]:
+        """Initial parameters, each ``[S, ...]`` (environment state such as per-seed labels or a
+        prompt pool is drawn here too, from the same generator)."""
+
+    @abstractmethod
+    def draw_batch(self, generator: torch.Generator) -> Batch:
+        """The contexts of one step."""
+
+    @abstractmethod
+    def friction_context(self, batch: Batch, seed: int) -> FrictionContext:
+        """What frictions may know of the batch (correct and wrong answers, reward range …)."""
+
+    @abstractmethod
+    def reward(self, batch: Batch, actions: Tensor, generator: torch.Generator) -> Tensor:
+        """Rewards ``[*P, B]`` of ``actions [*P, B, T]``."""
+
+    # ------------------------------------------------------------------ policy
+    @abstractmethod
+    def sample(self, params: Sequence[Tensor], batch: Batch, chain: SamplingChain,
+               generator: torch.Generator) -> PolicySample:
+        """Draw the batch's tokens with (friction-transformed) actor ``params`` through ``chain``."""
+
+    def token_mask(self, batch: Batch, actions: Tensor) -> Tensor:
+        """Valid tokens ``[*P, B, T]`` (default: all)."""
+        return torch.ones(actions.shape, dtype=torch.bool, device=actions.device)
+
+    def rollout_extras(self, batch: Batch, ctx: FrictionContext, actor_params: Sequence[Tensor],
+                       params: Sequence[Tensor], sample: PolicySample) -> dict[str, Tensor]:
+        """Environment-specific tensors the learner or the diagnostics need (default: the batch's)."""
+        return dict(batch.extras)
+
+    # ------------------------------------------------------------------ learner
+    @abstractmethod
+    def score(self, params: Sequence[Tensor], rollout: Rollout, grad: bool = True) -> Scored:
+        """The learner's log-probs of the rollout's tokens (differentiable unless ``grad`` is False)."""
+
+    def learner_rollout(self, rollout: Rollout) -> Rollout:
+        """The rollout as the learner sees it (e.g. MNIST's ``behavior='true'`` hands it true μ)."""
+        return rollout
+
+    def objective(self, estimator, terms, rollout: Rollout, params: Sequence[Tensor] | None = None) -> EstimatorOutput:
+        """The loss to differentiate (default ``estimator(terms)``); the exact variant weights
+        enumerated actions, screened Kondo recomputes only the kept rows from ``params``."""
+        return estimator(terms)
+
+    @abstractmethod
+    def evaluate(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
+        """Metrics of the learner, each ``[S]`` (e.g. ``error``)."""
+
+    def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor, estimator,
+                           terms_of: Callable | None = None) -> dict[str, Tensor]:
+        """Diagnostics of the update ``grad`` [S, D] (e.g. cosines to oracle gradients), each ``[S]``;
+        ``terms_of(params, rollout, advantage)`` is the learner's ``PGTerms`` builder, for probes."""
+        return {}
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Environment state drawn at ``init_params`` (restored by checkpoints)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)

@@ -1,0 +1,58 @@
+"""The exact-expectation objective variant: every (context, action) row weighted by μ(a|x)/n, so the
+gradient of Σ weight·token_loss is the exact expected update E_{a∼μ}[g(a)] of a per-token estimator
+(bandits and MNIST, ``mode='exact'``; shared/spec/environments.md, "Bandits")."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from sandbox.core.terms import EstimatorOutput, PGTerms
+from sandbox.estimators.base import Estimator
+
+
+def enumerated_terms(logits: Tensor, actor_probs: Tensor, rewards: Tensor, baseline: Tensor | float,
+                     generator: torch.Generator | None = None, labels: Tensor | None = None
+                     ) -> tuple[PGTerms, Tensor]:
+    """PGTerms over every (context, action) pair — rows N·K, T = 1 — and the weights μ(a|n)/N.
+
+    ``logits`` [S, N, K] (differentiable), ``actor_probs`` μ [S, N, K], ``rewards`` R(n, a)
+    [S, N, K], ``baseline`` b(n) [S, N] or a float.
+    """
+    S, N, K = logits.shape
+    log_probs = torch.log_softmax(logits, -1)
+    b = baseline if isinstance(baseline, Tensor) else torch.full((S, N), float(baseline), dtype=logits.dtype)
+    adv = (rewards - b.unsqueeze(-1)).reshape(S, N * K)
+    terms = PGTerms(
+        logp=log_probs.reshape(S, N * K, 1),
+        advantages=adv.to(logits.dtype),
+        behavior_logp=torch.log(actor_probs).reshape(S, N * K, 1).to(logits.dtype),
+        group=torch.arange(N).repeat_interleave(K),
+        target_logp=None if labels is None else log_probs.gather(-1, labels.unsqueeze(-1)).repeat_interleave(K, dim=1),
+        generator=generator,
+    )
+    return terms, (actor_probs / N).reshape(S, N * K, 1).to(logits.dtype)
+
+
+def expected_objective(estimator: Estimator, terms: PGTerms, weights: Tensor) -> EstimatorOutput:
+    """Σ_rows weight·token_loss: its gradient is the exact expected update E_μ[g]."""
+    if estimator.batch_dependent:
+        raise ValueError(f"estimator {estimator.name!r} depends on the whole batch: its exact expected "
+                         "update cannot be enumerated action by action; use mode='sampled'")
+    values = estimator.penalized_token_loss(terms).values
+    return EstimatorOutput(loss=(weights * values).sum(), metrics={})
+
+
+def expected_update(estimator: Estimator, logits: Tensor, labels: Tensor, actor_probs: Tensor | None = None,
+                    baseline: Tensor | float = 0.0) -> Tensor:
+    """The exact expected ascent direction of ``estimator`` in logit space, ``[S, N, K]``:
+    −∇_z Σ_n Σ_a μ(a|n)/N · loss(a) (μ = π by default)."""
+    z = logits.detach().requires_grad_(True)
+    mu = torch.softmax(z.detach(), -1) if actor_probs is None else actor_probs
+    rewards = torch.nn.functional.one_hot(labels, z.shape[-1]).to(z.dtype)
+    terms, weights = enumerated_terms(z, mu, rewards, baseline, labels=labels)
+    (grad,) = torch.autograd.grad(expected_objective(estimator, terms, weights).loss, z)
+    return -grad
+
+
+__all__ = ["enumerated_terms", "expected_objective", "expected_update"]

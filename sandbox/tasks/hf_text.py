@@ -1,0 +1,272 @@
+"""The ``hf_text`` task: a ``transformers`` causal LM (``sandbox.policies.hf``) on a text environment
+(``sandbox.envs.text``), trained by the generic loop.
+
+The loop differentiates w.r.t. ``init_params`` — the model's parameters, each with a leading
+population axis of size 1 ([1, *shape]); the learner reads them through
+``torch.func.functional_call`` (so gradients reach those leaves), the actor copies the (possibly
+stale) parameters into a cached module of the sampler's dtype. One model per run: ``population``
+must be 1; seeds are separate runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from sandbox.core.sampling import SamplingChain
+from sandbox.core.validation import check_choice, check_int, check_range
+from sandbox.envs.text import CharTokenizer, encode_batch, make_text_env
+from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.frictions.precision import k3_kl
+from sandbox.kernels import BACKENDS
+from sandbox.policies.hf import (
+    ARCHS,
+    DTYPES,
+    LOGPROB_METHODS,
+    CausalLMPolicy,
+    load_causal_lm,
+    tiny_causal_lm,
+)
+from sandbox.policies.hf.sampling import positions, sample_completions, token_mask
+from sandbox.policies.hf.tokenizer import CheckpointTokenizer
+from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
+
+
+def over_rows(chain: SamplingChain) -> SamplingChain:
+    """The chain for logits ``[B, V]`` without a population axis (friction hooks expect ``[*P, B, V]``)."""
+    lift = lambda hook: None if hook is None else (lambda x: hook(x.unsqueeze(0))[0])  # noqa: E731
+    return dataclasses.replace(chain, logits_hook=lift(chain.logits_hook), probs_hook=lift(chain.probs_hook))
+
+
+@register_task("hf_text")
+@dataclass
+class HFTextTask(Task):
+    """A transformers causal LM on a text environment of ``sandbox.envs.text`` (``env``:
+    'arithmetic', 'reverse', 'parity'; its knobs in ``env_kwargs``).
+
+    Each step draws ``prompts_per_step`` problems and samples ``samples_per_prompt`` completions of
+    each (group id = prompt); R is the environment's score of the decoded completion. Evaluation:
+    ``eval_prompts`` fresh problems, one sample each from the current learner without frictions:
+    ``reward`` (mean), ``accuracy`` (completion = answer) and ``error`` = (R_max − reward)/(R_max − R_min).
+    """
+
+    default_lr = 3e-3
+
+    env: str = "arithmetic"
+    env_kwargs: dict = field(default_factory=dict)
+    path: str | None = None  # local checkpoint directory; None = tiny random config
+    tokenizer: str = "char"  # 'char' (CharTokenizer over the env's characters) | 'checkpoint' (path's tokenizer)
+    arch: str = "qwen2"  # tiny config: 'qwen2' | 'llama'
+    hidden: int = 64
+    layers: int = 2
+    heads: int = 4
+    tie_embeddings: bool = False
+    prompts_per_step: int = 16
+    samples_per_prompt: int = 4  # G, the group size
+    max_new_tokens: int = 0  # 0 = the env's longest answer + 1 (EOS)
+    temperature: float = 1.0
+    logprob: str = "fused"  # learner log-probs: 'fused' | 'naive'
+    chunk_size: int = 1024  # fused kernel rows per chunk
+    backend: str = "auto"  # fused kernel backend: 'auto' | 'torch' | 'triton'
+    dtype: str = "float32"  # learner dtype: 'float32' | 'float64' | 'bfloat16'
+    eval_prompts: int = 64
+    population: int = 1  # one model per run
+    frictions: FrictionStack = field(default_factory=FrictionStack)
+
+    def __post_init__(self) -> None:
+        check_int("population", self.population, low=1)
+        if self.population != 1:
+            raise ValueError(f"population must be 1 for {type(self).__name__} (one model per run; "
+                             f"run seeds as separate configs), got {self.population}")
+        for name in ("hidden", "layers", "heads", "prompts_per_step", "samples_per_prompt", "chunk_size",
+                     "eval_prompts"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("max_new_tokens", self.max_new_tokens, low=0)
+        check_range("temperature", self.temperature, low=0.0, low_open=True)
+        check_choice("tokenizer", self.tokenizer, ("char", "checkpoint"))
+        check_choice("arch", self.arch, ARCHS)
+        check_choice("logprob", self.logprob, LOGPROB_METHODS)
+        check_choice("backend", self.backend, BACKENDS)
+        check_choice("dtype", self.dtype, DTYPES)
+        if not isinstance(self.env_kwargs, dict):
+            raise ValueError(f"env_kwargs must be a dict, got {type(self.env_kwargs).__name__}")
+        self.text_env = make_text_env(self.env, **self.env_kwargs)
+        if self.path is not None:
+            folder = Path(self.path)
+            if not folder.is_dir() or not (folder / "config.json").is_file():
+                raise ValueError(f"path must be a local checkpoint directory containing config.json, got {self.path!r}")
+        if self.tokenizer == "checkpoint":
+            if self.path is None:
+                raise ValueError("tokenizer='checkpoint' needs path (a local checkpoint with a tokenizer)")
+            self.tok = CheckpointTokenizer(self.path)
+        else:
+            self.tok = CharTokenizer(self.text_env.chars)
+        self.n_actions = self.tok.vocab_size
+        self.new_tokens = self.max_new_tokens or self.text_env.max_answer_chars + 1
+        self.reward_range = tuple(self.text_env.reward_range)
+        self.policy: CausalLMPolicy | None = None
+
+    @property
+    def batch_size(self) -> int:
+        return self.prompts_per_step * self.samples_per_prompt
+
+    # ------------------------------------------------------------------ model
+    def build_model(self, generator: torch.Generator) -> nn.Module:
+        if self.path is not None:
+            model = load_causal_lm(self.path, self.dtype)
+            vocab = model.get_input_embeddings().weight.shape[0]
+            if self.n_actions > vocab:
+                raise ValueError(f"the tokenizer has {self.n_actions} tokens but the checkpoint's vocabulary only {vocab}")
+            return model
+        return tiny_causal_lm(self.n_actions, self.hidden, self.layers, self.heads, arch=self.arch,
+                              tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
+
+    def init_params(self, generator):
+        model = self.build_model(generator)
+        self.policy = CausalLMPolicy(model, temperature=self.temperature, method=self.logprob,
+                                     chunk_size=self.chunk_size, backend=self.backend)
+        return self.policy.parameters()
+
+    def _require_policy(self) -> CausalLMPolicy:
+        if self.policy is None:
+            raise ValueError("call init_params first: it builds (or loads) the model")
+        return self.policy
+
+    # ------------------------------------------------------------------ environment
+    def _encode_problems(self, problems, repeat: int) -> dict[str, Tensor]:
+        prompts = [p.prompt for p in problems for _ in range(repeat)]
+        answers = [p.answer for p in problems for _ in range(repeat)]
+        wrong = [self.text_env.wrong_answer(p) for p in problems for _ in range(repeat)]
+        prompt_ids, prompt_mask = encode_batch(self.tok, prompts, side="left")
+        T = self.new_tokens
+        target, _ = encode_batch(self.tok, answers, side="right", length=T, append_eos=True)
+        wrong_ids, _ = encode_batch(self.tok, wrong, side="right", length=T, append_eos=True)
+        return {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "target": target, "wrong": wrong_ids,
+                "answers": answers}
+
+    def draw_batch(self, generator):
+        self._require_policy()
+        n, G = self.prompts_per_step, self.samples_per_prompt
+        rows = self._encode_problems(self.text_env.sample(n, generator), G)
+        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows, group=torch.arange(n).repeat_interleave(G))
+
+    def friction_context(self, batch, seed):
+        vocab = self.policy.vocab_size if self.policy is not None else self.n_actions  # the model's, may be > the tokenizer's
+        return FrictionContext(n_actions=vocab, reward_range=self.reward_range,
+                               correct_actions=batch.rows["target"].unsqueeze(0),
+                               wrong_actions=batch.rows["wrong"].unsqueeze(0), seed=seed)
+
+    def score_text(self, actions: Tensor, answers: Sequence[str]) -> Tensor:
+        """Rewards ``[B]`` of completions ``[B, T]``."""
+        texts = [self.tok.decode(row, errors="replace") for row in actions]
+        return self.text_env.scores(texts, answers)
+
+    def reward(self, batch, actions, generator):
+        return self.score_text(actions[0], batch.rows["answers"]).unsqueeze(0)
+
+    def token_mask(self, batch, actions):
+        return token_mask(actions, self.tok.eos_id)
+
+    # ------------------------------------------------------------------ policy
+    def sample(self, params, batch, chain, generator):
+        module = self._require_policy().actor(params)
+        prompt_ids, prompt_mask = batch.rows["prompt_ids"], batch.rows["prompt_mask"]
+        comp = sample_completions(module, prompt_ids, prompt_mask, max_new_tokens=self.new_tokens,
+                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator,
+                                  chain=over_rows(chain))
+
+        def logp_of(actions: Tensor) -> Tensor:
+            """The actor's own log-probs of ``actions [1, B, T]`` (its dtype and chain), 0 after EOS."""
+            P, T = prompt_ids.shape[1], actions.shape[-1]
+            ids = torch.cat([prompt_ids, actions[0]], -1)
+            attention = torch.cat([prompt_mask, torch.ones_like(actions[0], dtype=torch.bool)], -1).long()
+            logits = module(input_ids=ids, attention_mask=attention, position_ids=positions(attention),
+                            use_cache=False).logits[:, P - 1 : P + T - 1]
+            logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+            return chain.logp(logits.unsqueeze(0), actions).masked_fill(~token_mask(actions, self.tok.eos_id), 0.0)
+
+        return PolicySample(comp.tokens.unsqueeze(0), comp.logp.unsqueeze(0), logp_of)
+
+    def rollout_extras(self, batch, ctx, actor_params, params, sample):
+        rows = batch.rows
+        extras = {"prompt_mask": rows["prompt_mask"].unsqueeze(0), "target": rows["target"].unsqueeze(0),
+                  "target_mask": token_mask(rows["target"], self.tok.eos_id).unsqueeze(0)}
+        if params[0].dtype != self.policy.dtype:  # precision mismatch: the learner's precision on the same tokens
+            tokens = sample.actions[0]
+            mask = token_mask(tokens, self.tok.eos_id)
+            with torch.no_grad():
+                learner = self.policy.logp(list(actor_params), rows["prompt_ids"], rows["prompt_mask"], tokens, mask)
+            extras["sampler_k3_kl"] = k3_kl(sample.logp, learner.float().unsqueeze(0), mask.unsqueeze(0))
+        return extras
+
+    # ------------------------------------------------------------------ learner
+    def score(self, params, rollout, grad=True):
+        policy = self._require_policy()
+        prompt_ids, prompt_mask = rollout.obs[0], rollout.extras["prompt_mask"][0]
+        with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
+            logp = policy.logp(params, prompt_ids, prompt_mask, rollout.actions[0], rollout.mask[0]).unsqueeze(0)
+            # the supervised target (xent): scored once per prompt, shared by its G samples
+            G = self.samples_per_prompt
+            target, target_mask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
+            target_logp = policy.logp(params, prompt_ids[::G], prompt_mask[::G], target[::G], target_mask[::G])
+        return Scored(logp=logp, target_logp=target_logp.repeat_interleave(G, 0).unsqueeze(0))
+
+    def objective(self, estimator, terms, rollout, params=None):
+        if estimator.fits_target:  # −log π(answer): aggregated over the answer's tokens
+            return estimator(dataclasses.replace(terms, mask=rollout.extras["target_mask"]))
+        return estimator(terms)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, params, generator):
+        policy = self._require_policy()
+        problems = self.text_env.sample(self.eval_prompts, generator)
+        batch = self._encode_problems(problems, 1)
+        comp = sample_completions(policy.actor([p.detach() for p in params]), batch["prompt_ids"],
+                                  batch["prompt_mask"], max_new_tokens=self.new_tokens, eos_id=self.tok.eos_id,
+                                  pad_id=self.tok.pad_id, generator=generator,
+                                  chain=SamplingChain(temperature=self.temperature))
+        rewards = self.score_text(comp.tokens, batch["answers"])
+        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens, batch["answers"])])
+        low, high = self.reward_range
+        mean = rewards.mean()
+        return {"reward": mean.reshape(1), "accuracy": exact.float().mean().reshape(1),
+                "error": ((high - mean) / (high - low)).reshape(1)}
+
+    def update_diagnostics(self, params, rollout, grad, estimator, terms_of=None):
+        out = {"rollout_reward": rollout.rewards.float().mean(-1),
+               "response_length": rollout.mask.float().sum(-1).mean(-1)}
+        if "sampler_k3_kl" in rollout.extras:
+            out["sampler_k3_kl"] = rollout.extras["sampler_k3_kl"]
+        return out
+
+
+@register_task("text_reverse")
+@dataclass
+class TextReverseTask(HFTextTask):
+    """``hf_text`` on the ``reverse`` environment (its knobs in ``env_kwargs``)."""
+
+    env: str = field(default="reverse", init=False)
+
+
+@register_task("text_parity")
+@dataclass
+class TextParityTask(HFTextTask):
+    """``hf_text`` on the ``parity`` environment."""
+
+    env: str = field(default="parity", init=False)
+
+
+@register_task("text_arithmetic")
+@dataclass
+class TextArithmeticTask(HFTextTask):
+    """``hf_text`` on the ``arithmetic`` environment."""
+
+    env: str = field(default="arithmetic", init=False)
+
+
+__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask", "over_rows"]

@@ -1,0 +1,264 @@
+"""The transformer sequence tasks: a problem of ``sandbox.envs.sequences`` learnt by the tiny
+transformer of ``sandbox.policies.transformer`` (shared/spec/environments.md, "Synthetic transformer
+sequence tasks"; the token-reversal task of "Delightful Policy Gradient", arXiv 2603.14608).
+
+Each step draws ``prompts_per_step`` prompts and ``samples_per_prompt`` answers to each; rows are
+grouped by prompt (row g·M + m answers prompt g) and the group is the baseline's group. Options
+``n_prompts`` (a fixed pool of n prompts per seed, drawn with replacement each step) and ``p_easy``
+(each training prompt is all zeros with probability p) shape the training prompts only.
+
+Error: from a fresh batch of prompts of the full distribution, sampled by the **current** learner
+(temperature 1, no ε, no friction), 1 − mean R for rewards in [0, 1] and (1 − mean R)/2 (the
+fraction of wrong answers) for ±1 rewards, so that 0 is perfect in every problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from sandbox.core.sampling import IDENTITY
+from sandbox.core.validation import check_choice, check_int, check_range
+from sandbox.envs.sequences import SEQUENCE_ENVS, TASK_NAMES, WRONG_ANSWERS, SequenceEnv
+from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.policies.transformer import Transformer
+from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
+from sandbox.tasks.screened import screened_objective
+
+EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
+
+
+def all_sequences(length: int, vocab: int) -> Tensor:
+    """Every sequence of ``length`` tokens over ``vocab``, ``[vocab^length, length]`` (lexicographic)."""
+    digits = torch.arange(vocab ** length).unsqueeze(-1) // vocab ** torch.arange(length - 1, -1, -1)
+    return digits % vocab
+
+
+@register_task("sequences")
+@dataclass
+class SequenceTask(Task):
+    """One of the four sequence problems (``problem``) learnt by the tiny transformer.
+
+    Defaults are the spec's: H = 10, V per problem (2, 2, 10, 5), 10 prompts × 10 samples per step.
+    ``backward='screened'`` runs Kondo screening for real: the learner scores the batch with a
+    no-grad forward, and the objective runs the differentiable forward and backward only on the
+    rows that hold a kept token with a nonzero advantage (needs an estimator that screens rows).
+    """
+
+    default_lr = 3e-4  # the reference launcher's Adam step (google-deepmind/egg)
+
+    problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others' are validated, unused)
+    H: int = 10  # reverse_copy: prompt = answer length; bit_parity: prompt length
+    V: int = 0  # vocabulary; 0 = the problem's default (2, 2, 10, 5)
+    n_pairs: int = 5  # key_value: pairs in the prompt (prompt length 2n + 1)
+    sub_prompt: int = 2  # subsequence_match: prompt length P
+    sub_answer: int = 32  # subsequence_match: answer length A (≥ P)
+    order: str = "reverse"  # reverse_copy: 'reverse' | 'forward' (copy)
+    shift: int = 0  # reverse_copy: target token = (x + shift) mod V
+    match: str = "to_first_error"  # reverse_copy: 'to_first_error' | 'per_position'
+    kappa: float = 1.0  # reverse_copy: weight of the partial credit c, in [0, 1]
+    wrong_answer: str = "shifted"  # landmine's fixed wrong answer: 'shifted' (correct + 1 mod V) | 'constant' (all 0)
+    prompts_per_step: int = 10
+    samples_per_prompt: int = 10
+    n_prompts: int = 0  # finite prompts: a fixed pool of n prompts per seed (0 = fresh prompts)
+    p_easy: float = 0.0  # easy prompts: a training prompt is all zeros with this probability
+    population: int = 1  # seeds S trained as one batched computation
+    width: int = 64
+    heads: int = 4
+    layers: int = 3
+    mlp: int = 128
+    init_std: float = 0.02  # the gpt2 variant's weight std
+    variant: str = "reference"  # transformer: 'reference' (the egg model) | 'gpt2'
+    temperature: float = 1.0  # sampler temperature (the learner's policy is at temperature 1)
+    eps_mix: float = 0.0  # sampler ε-mixing with the uniform distribution (reported in μ)
+    eval_prompts: int = 100  # evaluation batch: eval_prompts × eval_samples fresh rows
+    eval_samples: int = 10
+    eval_mode: str = "sampled"  # 'sampled' (a fresh batch) | 'exact' (enumerate prompts × answers)
+    share_prompts: bool = True  # learner fast path: each group's prompt is run once
+    backward: str = "full"  # 'full' | 'screened' (Kondo: backward only on rows with a kept token)
+    with_target: bool = False  # also score the correct answer (target_logp, for the xent oracle)
+    dtype: str = "float32"  # 'float32' | 'float64'
+    frictions: FrictionStack = field(default_factory=FrictionStack)
+
+    def __post_init__(self) -> None:
+        check_choice("problem", self.problem, TASK_NAMES)
+        check_int("V", self.V, low=0)
+        check_choice("wrong_answer", self.wrong_answer, WRONG_ANSWERS)
+        for name in ("prompts_per_step", "samples_per_prompt", "population", "eval_prompts", "eval_samples"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("n_prompts", self.n_prompts, low=0)
+        check_range("p_easy", self.p_easy, low=0.0, high=1.0)
+        check_range("temperature", self.temperature, low=0.0, low_open=True)
+        check_range("eps_mix", self.eps_mix, low=0.0, high=1.0)
+        check_choice("eval_mode", self.eval_mode, ("sampled", "exact"))
+        check_choice("backward", self.backward, ("full", "screened"))
+        check_choice("dtype", self.dtype, ("float32", "float64"))
+        env_cls = SEQUENCE_ENVS.get(self.problem)
+        self.vocab = self.V or env_cls.default_vocab
+        check_range("V", self.vocab, low=2)
+        knobs = lambda cls: {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if f.name != "vocab"}  # noqa: E731
+        for name in TASK_NAMES:  # every problem's knobs are valid, even those of the other problems
+            if name != self.problem:
+                other = SEQUENCE_ENVS.get(name)
+                other(vocab=other.default_vocab, **knobs(other))
+        self.env: SequenceEnv = env_cls(vocab=self.vocab, **knobs(env_cls))
+        self.n_actions = self.vocab
+        self.prompt_len, self.answer_len = self.env.prompt_len, self.env.answer_len
+        self.reward_range = self.env.reward_range
+        self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
+                                 heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
+                                 variant=self.variant)
+        if self.eval_mode == "exact":
+            if not self.env.uniform_prompts:
+                raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
+                                 f"got problem={self.problem!r}")
+            n = self.vocab ** (self.prompt_len + self.answer_len)
+            if n > EXACT_EVAL_LIMIT:
+                raise ValueError(f"eval_mode='exact' would score V^(P+A) = {n} sequences (limit {EXACT_EVAL_LIMIT}); "
+                                 "use eval_mode='sampled'")
+        self._pool: Tensor | None = None
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+    @property
+    def batch_size(self) -> int:
+        return self.prompts_per_step * self.samples_per_prompt
+
+    # ------------------------------------------------------------------ environment
+    def training_prompts(self, n: int, generator: torch.Generator) -> Tensor:
+        """Training prompts: from the finite pool (if any), all zeros with probability ``p_easy``."""
+        if self._pool is not None:
+            idx = torch.randint(0, self.n_prompts, (self.population, n), generator=generator)
+            prompts = self._pool.gather(1, idx.unsqueeze(-1).expand(-1, -1, self.prompt_len))
+        else:
+            prompts = self.env.sample_prompts(self.population, n, generator)
+        if self.p_easy > 0:
+            easy = torch.rand(self.population, n, 1, generator=generator) < self.p_easy
+            prompts = torch.where(easy, torch.zeros_like(prompts), prompts)
+        return prompts
+
+    def rewards(self, prompts: Tensor, answers: Tensor) -> Tensor:
+        """Rewards ``[S, B]`` of answers ``[S, B, A]`` to their row prompts ``[S, B, P]``."""
+        return self.env.rewards(prompts, answers).to(self.torch_dtype)
+
+    def init_params(self, generator):
+        params = self.model.init(self.population, generator, self.torch_dtype)
+        if self.n_prompts:
+            self._pool = self.env.sample_prompts(self.population, self.n_prompts, generator)
+        return params
+
+    def state_dict(self):
+        return {"_pool": self._pool}
+
+    def draw_batch(self, generator):
+        G, M = self.prompts_per_step, self.samples_per_prompt
+        prompts = self.training_prompts(G, generator)  # [S, G, P]
+        return Batch(obs=prompts, rows=prompts.repeat_interleave(M, dim=1),
+                     group=torch.arange(G).repeat_interleave(M))
+
+    def friction_context(self, batch, seed):
+        return FrictionContext(n_actions=self.vocab, reward_range=self.reward_range,
+                               correct_actions=self.env.correct_answers(batch.rows),
+                               wrong_actions=self.env.wrong_answers(batch.rows, self.wrong_answer), seed=seed)
+
+    def reward(self, batch, actions, generator):
+        return self.rewards(batch.rows, actions)
+
+    # ------------------------------------------------------------------ policy
+    def sample(self, params, batch, chain, generator):
+        out = self.model.sample(params, batch.obs, self.samples_per_prompt, self.answer_len, generator, chain=chain)
+
+        def logp_of(actions: Tensor) -> Tensor:
+            # exact for the rows the sampler drew (its own log-probs); a teacher-forced recompute
+            # under the same chain for other rows (with fresh logit noise: one draw of the noise)
+            same = (actions == out.actions).all(-1, keepdim=True)
+            if bool(same.all()):
+                return out.logp
+            forced = chain.logp(self.model.answer_logits(params, batch.obs, actions), actions)
+            return torch.where(same, out.logp, forced)
+
+        return PolicySample(out.actions, out.logp, logp_of)
+
+    def rollout_extras(self, batch, ctx, actor_params, params, sample):
+        return {"correct": ctx.correct_actions} if (self.frictions or self.with_target) else {}
+
+    # ------------------------------------------------------------------ learner
+    def answer_logp(self, params: Sequence[Tensor], prompts: Tensor, answers: Tensor) -> Tensor:
+        return self.model.answer_logp(params, prompts, answers, share_prompts=self.share_prompts)
+
+    def score(self, params, rollout, grad=True):
+        # screened backward scores without gradients; the objective recomputes the kept rows
+        with torch.set_grad_enabled(grad and self.backward == "full" and torch.is_grad_enabled()):
+            logp = self.answer_logp(params, rollout.obs, rollout.actions)
+        target = self.answer_logp(params, rollout.obs, rollout.extras["correct"]) if self.with_target else None
+        return Scored(logp=logp, target_logp=target)
+
+    def objective(self, estimator, terms, rollout, params=None):
+        if self.backward == "full":
+            return estimator(terms)
+        if not estimator.screens_rows:
+            raise ValueError(f"backward='screened' needs an estimator that screens rows (kondo), got {estimator.name!r}")
+        if params is None:
+            raise ValueError("backward='screened' needs params: it recomputes the kept rows with gradients")
+        return screened_objective(self.model, estimator, terms, rollout, params)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, params, generator):
+        """``error`` (see the module docstring), mean ``reward`` and ``exact`` (the rate of fully
+        correct answers), each ``[S]``; from a fresh sampled batch or, with ``eval_mode='exact'``,
+        the exact expectation over every prompt and answer."""
+        params = [p.detach() for p in params]
+        if self.eval_mode == "exact":
+            return self.exact_evaluation(params)
+        prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
+        M = self.eval_samples
+        with torch.no_grad():
+            out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
+        rows = prompts.repeat_interleave(M, dim=1)
+        rewards = self.rewards(rows, out.actions)
+        exact = self.env.fully_correct(rows, out.actions)
+        return {"error": self.env.error(rewards), "reward": rewards.mean(-1), "exact": exact.to(rewards.dtype).mean(-1)}
+
+    def exact_evaluation(self, params: Sequence[Tensor]) -> dict[str, Tensor]:
+        """E[R] under the learner for uniform prompts, by enumerating all V^P prompts and V^A answers."""
+        S, P, A, V = self.population, self.prompt_len, self.answer_len, self.vocab
+        prompts, answers = all_sequences(P, V), all_sequences(A, V)
+        n_p, n_a = prompts.shape[0], answers.shape[0]
+        with torch.no_grad():
+            logp = self.model.answer_logp(params, prompts.expand(S, n_p, P), answers.repeat(n_p, 1).expand(S, -1, A))
+        probs = logp.sum(-1).exp().reshape(S, n_p, n_a)
+        rows = prompts.repeat_interleave(n_a, 0)
+        rewards = self.rewards(rows, answers.repeat(n_p, 1)).reshape(n_p, n_a).to(probs.dtype)
+        correct = self.env.fully_correct(rows, answers.repeat(n_p, 1)).reshape(n_p, n_a)
+        expected = (probs * rewards).sum(-1)  # [S, n_p]
+        return {"error": self.env.error(expected), "reward": expected.mean(-1),
+                "exact": (probs * correct.to(probs.dtype)).sum(-1).mean(-1)}
+
+
+def _fixed_problem(problem: str) -> type[SequenceTask]:
+    """The task registered under a problem's name: ``make_task("reverse_copy", H=5)`` is
+    ``make_task("sequences", problem="reverse_copy", H=5)``."""
+    cls = dataclasses.make_dataclass(f"{problem.title().replace('_', '')}Task",
+                                     [("problem", str, field(default=problem))], bases=(SequenceTask,))
+    cls.__doc__ = f"The {problem!r} problem (``make_task('sequences', problem={problem!r})``)."
+    original = cls.__post_init__
+
+    def __post_init__(self) -> None:
+        if self.problem != problem:
+            raise ValueError(f"task {problem!r} has problem={problem!r}, got {self.problem!r}")
+        original(self)
+
+    cls.__post_init__ = __post_init__
+    return register_task(problem)(cls)
+
+
+for _problem in TASK_NAMES:
+    _fixed_problem(_problem)
+
+__all__ = ["EXACT_EVAL_LIMIT", "SequenceTask", "all_sequences"]
