@@ -1,6 +1,6 @@
 """Learner steps per second on token reversal at the spec size, split into sampling and update.
 
-H = 10, V = 2, the spec transformer (width 64, 4 heads, 3 layers, MLP 128; 100,160 parameters),
+H = 10, V = 2, the spec transformer (width 64, 4 heads, 3 layers, MLP 128; 100,224 parameters),
 10 prompts × 10 samples per step, group-mean baseline, DG, Adam 3e-4: the library's own loop
 (``ActorLearner.rollout`` = sampling with the KV-cached sampler, ``ActorLearner.update`` +
 ``after_update`` = learner scoring, loss, backward, optimiser and history). Each configuration

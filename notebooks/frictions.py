@@ -39,10 +39,15 @@
 # frictions perturb that lottery in ways specific to this tiny problem: at V = 2 the landmine's
 # wrong answer is the complement of the right one, so pushing it down is the supervised direction
 # and the bug is not harmful; injected discoveries rescue PG as much as DG; staleness slows the
-# collapse. So at quick fidelity we assert only the claim that holds robustly — averaged over the
-# four frictions DG's final error is lower than PG's — and print the per-panel differences without
-# asserting them. The spec's per-panel claim (DG lowest under every friction, by a large factor)
-# is asserted at full fidelity only.
+# collapse. With the reference model and the launcher's per-position reward the lottery is
+# sharper still (an error of 0.125 or 0.5 is one prompt's position or one prompt gone wrong), and
+# the comparison of DG and PG averaged over the four frictions does **not** hold across base seeds
+# at quick fidelity (measured, 4 seeds each, paired difference DG − PG: −0.136, −0.062, −0.011 at
+# base seeds 0, 1, 2; the paired t-interval reaches 0 at every one). It is *reported* at quick
+# fidelity, not asserted. What is asserted at quick fidelity is that DG solves H = 2 (final error
+# below the 0.2 "solved" threshold) under staleness, reward corruption and rare discovery; under
+# the landmine bug it does not always (one prompt stays wrong in some seeds: reported). The spec's
+# claims (DG lowest under every friction, by a large factor) are asserted at full fidelity only.
 
 # %%
 import numpy as np
@@ -106,8 +111,10 @@ per_seed = {m: np.mean([final_errors(p, m, top[p]) for p in f["strengths"]], axi
 for m in base_methods:
     if m == "DG":
         continue
-    book.less(f"dg-below-{m.lower()}-averaged", f"averaged over the four frictions, DG's final error is lower than {m}'s",
-              per_seed["DG"], per_seed[m])
+    averaged = book.less(f"dg-below-{m.lower()}-averaged",
+                         f"averaged over the four frictions, DG's final error is lower than {m}'s", per_seed["DG"], per_seed[m])
+    if fidelity == "quick":  # a lottery at H = 2 (see above): reported, not asserted
+        book.report(averaged)
     if fidelity == "full":
         ratio = bootstrap_ci(per_seed[m] / np.maximum(per_seed["DG"], 1e-6), "mean")
         book.holds(f"dg-large-factor-{m.lower()}", f"averaged over the frictions, {m}'s error is over twice DG's",
@@ -124,6 +131,13 @@ for panel, strengths in f["strengths"].items():
             if fidelity == "full":
                 book.less(f"dg-below-{m.lower()}-{panel.replace(' ', '-')}-{s}",
                           f"{panel} at {s}: DG's final error is lower than {m}'s", dg, other)
+if fidelity == "quick":
+    for panel in f["strengths"]:
+        claim = book.below(f"dg-solves-H{f['H']}-{panel.replace(' ', '-')}",
+                           f"{panel} at {top[panel]}: DG solves H = {f['H']} (final error below {f['solved']})",
+                           final_errors(panel, "DG", top[panel]), f["solved"])
+        if panel == "actor bug":
+            book.report(claim)
 print(pd.DataFrame(rows).round(3).to_string(index=False))
 print({p: PANELS[p] for p in PANELS})
 print(book.table())

@@ -22,8 +22,9 @@
 #
 # Quick fidelity runs REINFORCE, VCPO and DG at s = 16 only, 3 seeds, 100 steps (plus the
 # staleness-0 equivalence and a bounded-mode run); full fidelity adds TIS and decoupled PPO,
-# s ∈ {0, 2, 4, 8, 16}, 8 seeds, 150 steps. VCPO here is truncated IS with its ESS-scaled step and
-# its minimum-variance baseline in the cheap ρ² form.
+# s ∈ {0, 2, 4, 8, 16}, 8 seeds, 150 steps. VCPO is as published (`simulations.methods.VCPO`):
+# sequence-level truncated IS (C = 8), its ESS-scaled step and its minimum-variance baseline in the
+# cheap ρ² form.
 #
 # **What we find.** Under a 16-step lag REINFORCE climbs to ≈0.7 and then collapses (to 0.3–0.4
 # around step 80, in every seed we ran), while DG keeps improving. VCPO does better than

@@ -22,9 +22,11 @@
 # Methods (all with the Σπ² baseline, Adam 1e-3, B = 100 images, one sample each):
 # REINFORCE; IS-PG with the exact behaviour probabilities (`behavior="true"`: the learner gets the
 # probabilities the actor really sampled from); TIS (C = 2); PPO (ε = 0.2, π_prox = μ, one update
-# per batch); VCPO = IS-PG with exact μ + VCPO's ESS-scaled step (`ess_lr`; the minimum-variance
-# baseline needs two or more samples per image, so it is not used here); GAC = REINFORCE + GAC's
-# gradient projection (`gac`, default thresholds c_proj = 0.3, c_skip = 0.9); DG (η = 1), with no
+# per batch); VCPO as published (`simulations.methods.VCPO`) — sequence-level truncated IS with
+# C = 8 and the reported μ + VCPO's ESS-scaled step (`ess_lr`) — with the Σπ² baseline instead of
+# its minimum-variance one (that baseline is per group, and with one sample per image every group
+# is one row, whose advantage would be 0); GAC = REINFORCE + GAC's gradient projection against the
+# previous raw gradient (`gac`, default thresholds c_proj = 0.3, c_skip = 0.9); DG (η = 1), with no
 # off-policy correction at all.
 #
 # At D = 0 every importance weight is exactly 1 (up to rounding): IS-PG, TIS and VCPO reduce to

@@ -224,7 +224,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=results, figures_dir=figures,
                              workers=args.workers, backend=args.backend, ray_address=args.ray_address,
-                             rerun=args.rerun)
+                             rerun=args.rerun, base_seed=args.base_seed)
     finally:
         _stop_ray(started)
     print(summary(outcomes))
@@ -316,6 +316,8 @@ def add_reproduce_parser(sub) -> None:
                    help="output folder (default: $SANDBOX_FIGURES, else figures/quick at quick fidelity — git-ignored — "
                         "and paper_figures at full fidelity)")
     p.add_argument("--rerun", action="store_true", help="execute notebooks even when their inputs did not change")
+    p.add_argument("--base-seed", type=int_at_least(0), default=0,
+                   help="offset of every job's seed (K moves seeds by K·1000: an independent replication)")
     p.set_defaults(func=cmd_reproduce, interrupted=RESUME)
 
 

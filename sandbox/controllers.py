@@ -16,11 +16,12 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
-from sandbox.core.validation import check_range, check_tensor
+from sandbox.core.validation import check_choice, check_range, check_tensor
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
 
 CONTROLLERS: Registry[Controller] = Registry("controller")
+GAC_MEMORY = ("raw", "applied")
 
 
 def register_controller(name: str, *, replace: bool = False):
@@ -144,25 +145,32 @@ class ESSStep(Controller):
 @register_controller("gac")
 @dataclass
 class GradientAlignment(Controller):
-    """GAC's gradient projection: c = cos(g_t, g_{t−1}); if c > c_skip skip the step, elif
-    c > c_proj remove ``strength`` × the component of g_t along g_{t−1} (arXiv 2603.01501).
+    """GAC's gradient projection (arXiv 2603.01501): c = cos(g_t, m), m the remembered direction;
+    if c > c_skip skip the step, elif c > c_proj remove ``strength`` × the component of g_t along m.
 
-    The thresholds are a modelling choice (defaults c_proj = 0.3, c_skip = 0.9). The stored
-    direction is the last *applied* update; a skipped step leaves it unchanged.
+    ``memory='raw'`` (default, as published): m = g_{t−1}, the previous *raw* gradient, so that c
+    is the consecutive-gradient cosine, the staleness signal. ``memory='applied'``: m = the last
+    applied update (a skipped step leaves it unchanged); the projection then tends to alternate
+    step to step. Both cosines are logged (``grad_cos_prev_raw``, ``grad_cos_prev_applied``);
+    ``grad_cos_prev`` is the one that decides. Thresholds c_proj = 0.3, c_skip = 0.9 are a
+    modelling choice.
     """
 
     c_proj: float = 0.3  # projection threshold in [-1, 1]
     c_skip: float = 0.9  # skip threshold in [c_proj, 1] (1 never skips)
     strength: float = 1.0  # fraction of the parallel component removed, in [0, 1]
-    previous: Tensor | None = field(default=None, init=False, repr=False)
+    memory: str = "raw"  # 'raw' (previous gradient) | 'applied' (previous applied update)
+    previous: Tensor | None = field(default=None, init=False, repr=False)  # previous raw gradient
+    applied: Tensor | None = field(default=None, init=False, repr=False)  # last applied update
 
     def __post_init__(self) -> None:
         check_range("c_proj", self.c_proj, low=-1.0, high=1.0)
         check_range("c_skip", self.c_skip, low=self.c_proj, high=1.0)
         check_range("strength", self.strength, low=0.0, high=1.0)
+        check_choice("memory", self.memory, GAC_MEMORY)
 
     def reset(self) -> None:
-        self.previous = None
+        self.previous = self.applied = None
 
     def transform(self, flat, terms, metrics):
         if self.previous is not None and self.previous.shape != flat.shape:
@@ -170,24 +178,28 @@ class GradientAlignment(Controller):
                 f"grads changed shape from {tuple(self.previous.shape)} to {tuple(flat.shape)} "
                 "(flattened [*P, D]); call reset() before reusing gac for another model"
             )
-        if self.previous is None:
-            c = torch.zeros(flat.shape[:-1], dtype=flat.dtype, device=flat.device)
-        else:
-            c = cosine(flat, self.previous)
+        zero = torch.zeros(flat.shape[:-1], dtype=flat.dtype, device=flat.device)
+        cos = {name: zero if m is None else cosine(flat, m)
+               for name, m in (("raw", self.previous), ("applied", self.applied))}
+        reference = self.previous if self.memory == "raw" else self.applied
+        c = cos[self.memory]
         skip = c > self.c_skip
         project = (c > self.c_proj) & ~skip
         out = flat
-        if self.previous is not None and bool(project.any()):
-            unit = self.previous / self.previous.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+        if reference is not None and bool(project.any()):
+            unit = reference / reference.norm(dim=-1, keepdim=True).clamp(min=1e-12)
             parallel = (flat * unit).sum(-1, keepdim=True) * unit
             out = torch.where(project.unsqueeze(-1), flat - self.strength * parallel, flat)
         out = torch.where(skip.unsqueeze(-1), torch.zeros_like(out), out)
-        if self.previous is None:
-            self.previous = out.detach().clone()
+        self.previous = flat.detach().clone()
+        if self.applied is None:
+            self.applied = out.detach().clone()
         else:
-            self.previous = torch.where(skip.unsqueeze(-1), self.previous, out.detach())
+            self.applied = torch.where(skip.unsqueeze(-1), self.applied, out.detach())
         return out, {
             "grad_cos_prev": c,
+            "grad_cos_prev_raw": cos["raw"],
+            "grad_cos_prev_applied": cos["applied"],
             "gac_projected": project.to(flat.dtype),
             "gac_skipped": skip.to(flat.dtype),
         }, skip

@@ -88,13 +88,15 @@ def fidelity_from_env() -> str:
 
 def results(name: str, fidelity: str | None = None, store: ResultsStore | None = None,
             workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """The results of figure ``name`` at ``fidelity`` (default ``$SANDBOX_FIDELITY``), running
-    missing jobs first (``$SANDBOX_WORKERS`` processes)."""
+    """The results of figure ``name`` at ``fidelity`` (default ``$SANDBOX_FIDELITY``) and base seed
+    ``$SANDBOX_BASE_SEED`` (default 0), running missing jobs first (``$SANDBOX_WORKERS`` processes)."""
+    from sandbox.reproduce import base_seed_from_env, offset_seeds
+
     fidelity = fidelity or fidelity_from_env()
     check_choice("fidelity", fidelity, FIDELITIES)
     figure = select([name])[0]
     store = store or ResultsStore(os.environ.get("SANDBOX_RESULTS", ROOT / "results"))
-    jobs = figure.jobs(fidelity)
+    jobs = offset_seeds(figure.jobs(fidelity), base_seed_from_env())
     workers = workers or int(os.environ.get("SANDBOX_WORKERS", "1"))
     report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
     if not report.ok:

@@ -15,18 +15,17 @@ from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
 from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
 from sandbox.runtime.sweep import Job
-from simulations import Figure, register_figure
+from simulations import Figure, methods, register_figure
 
 TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_new_tokens": 3,
         "prompts_per_step": 8, "samples_per_prompt": 8, "eval_prompts": 128}
-#: label → RunConfig fields; VCPO = truncated IS + its ESS-scaled step + its minimum-variance
-#: baseline (the cheap ρ² weights: per-sample gradient norms of an LM are not affordable here)
+#: label → RunConfig fields; VCPO as published (``simulations.methods``): sequence-level truncated IS
+#: (C = 8) + its ESS-scaled step + its minimum-variance baseline (the cheap ρ² weights)
 METHODS = {
     "REINFORCE": {"estimator": "reinforce"},
     "TIS": {"estimator": "tis"},
     "decoupled PPO": {"estimator": "decoupled_ppo"},
-    "VCPO": {"estimator": "tis", "controllers": (("ess_lr", {}),), "advantage": "min_variance",
-             "advantage_kwargs": {"weights": "rho2"}},
+    "VCPO": methods.VCPO,
     "DG": {"estimator": "dg"},
 }
 FIDELITY = {

@@ -18,7 +18,7 @@ import pandas as pd
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job, intra_op_threads
-from simulations import Figure, register_figure
+from simulations import Figure, methods, register_figure
 
 FIDELITY = {
     "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
@@ -37,7 +37,9 @@ STALENESS = {
     "IS-PG (exact μ)": ("is_pg", {}, (), {"behavior": "true"}),
     "TIS": ("tis", {"C": 2.0}, (), {}),
     "PPO": ("ppo", {}, (), {}),
-    "VCPO": ("is_pg", {}, (("ess_lr", {}),), {"behavior": "true"}),
+    # VCPO as published (simulations.methods.VCPO) but for its baseline: the minimum-variance
+    # baseline is per group, and one sample per image makes every group a single row (A = 0)
+    "VCPO": (methods.VCPO["estimator"], methods.VCPO["estimator_kwargs"], methods.VCPO["controllers"], {}),
     "GAC": ("reinforce", {}, (("gac", {}),), {}),
     "DG": ("dg", {"eta": 1.0}, (), {}),
 }

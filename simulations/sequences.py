@@ -8,9 +8,10 @@ processes); at quick fidelity the seeds of a configuration run as one population
 job). Jobs run single-threaded (the model is tiny: one intra-op thread is faster, and immune to
 OpenMP spin-waits on a busy machine).
 
-Methods: PG = REINFORCE; PPO (clip 0.2, π_prox = μ); PMPO (α = ½); IS-PG (exact sequence IS
-with the reported μ); DG (η = 1); VCPO = truncated IS + the min-variance baseline (weights ρ²)
-+ the ESS-scaled step; GAC = PPO + gradient-alignment control (c_proj = 0.3, c_skip = 0.9).
+Methods (``simulations.methods``): PG = the reference's "reinforce" (token-level IS with the
+recorded μ); REINFORCE (no ratio); PPO (clip 0.2, π_prox = μ); PMPO (α = ½); IS-PG (exact sequence
+IS with the reported μ); DG (η = 1, λ = 10⁻⁶); VCPO = sequence TIS (C = 8) + the min-variance
+baseline + the ESS-scaled step; GAC = PPO + gradient-alignment control against the raw gradient.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,18 +33,21 @@ from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job, intra_op_threads
 from sandbox.tasks import make_task
-from simulations import Figure, register_figure
+from simulations import ROOT, Figure, methods, register_figure
 
 METHODS: dict[str, dict] = {
-    "PG": {"estimator": "reinforce"},
+    "PG": methods.PG,
+    "REINFORCE": methods.REINFORCE,
     "PPO": {"estimator": "ppo"},
     "PMPO": {"estimator": "pmpo"},
     "IS-PG": {"estimator": "is_pg"},
-    "DG": {"estimator": "dg", "estimator_kwargs": {"eta": 1.0}},
-    "VCPO": {"estimator": "tis", "advantage": "min_variance", "advantage_kwargs": {"weights": "rho2"},
-             "controllers": (("ess_lr", {}),)},
-    "GAC": {"estimator": "ppo", "controllers": (("gac", {}),)},
+    "DG": methods.DG,
+    "VCPO": methods.VCPO,
+    "GAC": methods.GAC,
 }
+
+#: the reference launcher's task (egg experiments/dpg/run.py): reward = fraction of positions correct (κ = 1)
+TASK = {"match": "per_position"}
 
 #: the four friction panels: (label, how a strength enters the run config)
 PANELS = {
@@ -55,23 +60,26 @@ PANELS = {
 FIDELITY = {
     "quick": {
         "seeds": 4, "batched_seeds": True, "eval": {"eval_mode": "exact"}, "log_points": 30,
+        "large_eval": {"eval_mode": "sampled", "eval_prompts": 20, "eval_samples": 10}, "large_log_points": 15,
         "H": 2, "steps": 150,
-        "learning_methods": ("PG", "PMPO", "DG"),
+        "learning_H": 10, "learning_steps": 150, "learning_seeds": 5, "learning_methods": ("PG", "PMPO", "DG"),
         "scaling_H": (1, 2, 3), "scaling_V": (), "scaling_V_H": 2, "scaling_methods": ("PG", "DG"),
         "scaling_steps": {1: 60, 2: 150, 3: 240}, "threshold": 0.3,
         "friction_methods": ("PG", "DG"), "friction_extra": {}, "friction_steps": 150,
         "strengths": {"staleness": (0, 16), "actor bug": (0, 0.3), "reward corruption": (0, 0.3),
                       "rare discovery": (0, 0.05)},
-        "all_H": (1, 2, 3), "all_methods": ("PG", "DG"), "all_steps": {1: 60, 2: 150, 3: 200}, "all_seeds": 8,
+        "all_H": (10,), "all_methods": ("PG", "DG"), "all_steps": {10: 200}, "all_seeds": 5,
         "all_strengths": {"staleness": 4, "actor bug": 0.1, "reward corruption": 0.1, "rare discovery": 0.02},
         "solved": 0.2,
         "kondo_pcts": (0.1, 0.3, 1.0), "kondo_controls": (0.3,), "kondo_dg": False, "timing_H": 10, "timing_reps": 5,
         "timing_pcts": (0.03, 0.1, 0.3, 1.0),
+        "match_seeds": 5, "match_steps": 320, "match_methods": ("DG",),
     },
     "full": {
         "seeds": 10, "batched_seeds": False, "eval": {"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10},
         "log_points": 40, "H": 10, "steps": 5000,
-        "learning_methods": ("PG", "PPO", "PMPO", "DG"),
+        "large_eval": {"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10}, "large_log_points": 40,
+        "learning_H": 10, "learning_steps": 5000, "learning_seeds": 10, "learning_methods": ("PG", "PPO", "PMPO", "DG"),
         "scaling_H": (2, 4, 6, 8, 10), "scaling_V": (2, 3, 4, 6, 8), "scaling_V_H": 4,
         "scaling_methods": ("PG", "PPO", "PMPO", "DG"),
         "scaling_steps": {2: 1000, 4: 3000, 6: 5000, 8: 8000, 10: 10000}, "threshold": 0.3,
@@ -86,6 +94,7 @@ FIDELITY = {
         "kondo_pcts": (0.01, 0.03, 0.1, 0.3, 1.0), "kondo_controls": (0.1, 0.3), "kondo_dg": True, "timing_H": 10,
         "timing_reps": 50,
         "timing_pcts": (0.01, 0.03, 0.1, 0.3, 1.0),
+        "match_seeds": 10, "match_steps": 1000, "match_methods": ("DG", "PG"),
     },
 }
 
@@ -117,18 +126,20 @@ def combine(settings: list[dict]) -> dict:
 
 
 def run_jobs(fidelity: str, method: str, *, H: int, steps: int, V: int = 2, settings: dict | None = None,
-             task: dict | None = None, spec: dict | None = None, seeds: int | None = None, **meta) -> list[Job]:
+             task: dict | None = None, spec: dict | None = None, seeds: int | None = None,
+             log_points: int | None = None, **meta) -> list[Job]:
     """The jobs of one configuration: one population job (quick) or one job per seed (full).
-    ``spec`` (RunConfig fields of the method) defaults to ``METHODS[method]``; ``seeds`` to the
-    fidelity's."""
+    ``spec`` (RunConfig fields of the method) defaults to ``METHODS[method]``; ``seeds`` and
+    ``log_points`` to the fidelity's; ``task`` overrides the task fields (``TASK``, evaluation)."""
     f = FIDELITY[fidelity]
     seeds = seeds or f["seeds"]
-    task_kwargs = {"H": H, "V": V, **f["eval"], **(task or {})}
-    if f["eval"].get("eval_mode") == "exact" and V ** (2 * H) > 1 << 14:
-        task_kwargs.update({"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10})
+    evaluation = dict(f["eval"])
+    if evaluation.get("eval_mode") == "exact" and V ** (2 * H) > 1 << 14:  # too many pairs to enumerate
+        evaluation, log_points = f["large_eval"], log_points or f["large_log_points"]
+    task_kwargs = {"H": H, "V": V, **TASK, **evaluation, **(task or {})}
     spec = METHODS[method] if spec is None else spec
-    base = RunConfig(task="reverse_copy", task_kwargs={}, lr=3e-4, steps=steps, log_points=f["log_points"],
-                     label=method, **spec, **(settings or {}))
+    base = RunConfig(task="reverse_copy", task_kwargs={}, lr=3e-4, steps=steps,
+                     log_points=log_points or f["log_points"], label=method, **spec, **(settings or {}))
     meta = {"method": method, "H": H, "V": V, **meta}
     if f["batched_seeds"]:
         return [_job(base.replace(task_kwargs={**task_kwargs, "population": seeds}, seed=0), meta)]
@@ -159,7 +170,8 @@ def train_run(config: dict, meta: dict) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- figure job lists
 def learning_jobs(fidelity: str) -> list[Job]:
     f = FIDELITY[fidelity]
-    return [j for m in f["learning_methods"] for j in run_jobs(fidelity, m, H=f["H"], steps=f["steps"])]
+    return [j for m in f["learning_methods"]
+            for j in run_jobs(fidelity, m, H=f["learning_H"], steps=f["learning_steps"], seeds=f["learning_seeds"])]
 
 
 def scaling_jobs(fidelity: str) -> list[Job]:
@@ -208,6 +220,53 @@ def kondo_jobs(fidelity: str) -> list[Job]:
     jobs.append(Job("simulations.sequences:kondo_compute",
                     {"H": f["timing_H"], "pcts": list(f["timing_pcts"]), "reps": f["timing_reps"]}, "compute"))
     return jobs
+
+
+# ----------------------------------------------------------------------------- reference match
+#: the reference code's curves (google-deepmind/egg via plugyawn/egg; provenance in data/README.md)
+REFERENCE_DATA = ROOT / "simulations" / "data" / "egg_reversal_h10.csv"
+#: reference loss name → our method label (its "reinforce" is PPO with clip 10⁹: our PG)
+REFERENCE_METHODS = {"dg": "DG", "reinforce": "PG"}
+#: the launcher's evaluation: learner reward = mean reward of a fresh 10 × 10 batch of the current learner
+MATCH_TASK = {"eval_mode": "sampled", "eval_prompts": 10, "eval_samples": 10}
+MATCH_REWARD = 0.95
+
+
+def reference_curves(path: str | Path = REFERENCE_DATA) -> pd.DataFrame:
+    """The reference's learner-reward curves: one row per (method, seed, step) with columns
+    ``method`` ('PG' | 'DG'), ``seed``, ``step``, ``reward`` (training batch), ``learner_reward``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path must be the reference data CSV, got {str(path)!r} (no such file)")
+    frame = pd.read_csv(path, comment="#")
+    missing = {"method", "seed", "step", "reward", "learner_reward"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"reference data {path.name} lacks column(s) {sorted(missing)}")
+    unknown = set(frame["method"]) - set(REFERENCE_METHODS)
+    if unknown:
+        raise ValueError(f"reference data {path.name}: method must be one of {list(REFERENCE_METHODS)}, got {sorted(unknown)}")
+    if not frame["learner_reward"].between(0, 1).all():
+        raise ValueError(f"reference data {path.name}: learner_reward must lie in [0, 1]")
+    frame["method"] = frame["method"].map(REFERENCE_METHODS)
+    return frame.sort_values(["method", "seed", "step"], ignore_index=True)
+
+
+def steps_to_reward(frame: pd.DataFrame, reward: str, threshold: float = MATCH_REWARD) -> np.ndarray:
+    """Per seed (``replicate`` or ``seed`` column): the first step its ``reward`` curve reaches
+    ``threshold`` (``steps_to_error`` on 1 − reward; the last step where it never does)."""
+    seed = "replicate" if "replicate" in frame.columns else "seed"
+    table = frame.pivot_table(index=seed, columns="step", values=reward)
+    steps = table.columns.to_numpy()
+    return steps_to_error(steps, 1 - table.to_numpy(), 1 - threshold, cap=int(steps.max()))
+
+
+def match_jobs(fidelity: str) -> list[Job]:
+    """The sandbox at the reference launcher's config: H = 10, V = 2, per-position reward, 10 × 10
+    learner-reward evaluation; the fidelity's methods (DG at quick, DG and PG at full)."""
+    f = FIDELITY[fidelity]
+    return [j for m in f["match_methods"]
+            for j in run_jobs(fidelity, m, H=10, steps=f["match_steps"], task=MATCH_TASK, seeds=f["match_seeds"],
+                              log_points=60)]
 
 
 # ----------------------------------------------------------------------------- Kondo compute
@@ -324,9 +383,13 @@ register_figure(Figure("frictions", "sequences", "Final error vs friction streng
                        friction_jobs, "notebooks/frictions.py"))
 register_figure(Figure("all-frictions", "sequences", "All four frictions at once: error vs step, longest H solved",
                        all_friction_jobs, "notebooks/all_frictions.py"))
+register_figure(Figure("reference-match", "sequences",
+                       "The sandbox vs the reference code (egg): learner reward vs step, H = 10",
+                       match_jobs, "notebooks/reference_match.py"))
 register_figure(Figure("kondo", "sequences", "Kondo screening: error vs backward-pass compute",
                        kondo_jobs, "notebooks/kondo.py"))
 
 
-__all__ = ["FIDELITY", "METHODS", "PANELS", "PowerLaw", "combine", "curves", "final", "fit_power_law",
-           "friction_settings", "kondo_compute", "run_jobs", "steps_to_error", "train_run"]
+__all__ = ["FIDELITY", "METHODS", "PANELS", "REFERENCE_DATA", "TASK", "PowerLaw", "combine", "curves", "final",
+           "fit_power_law", "friction_settings", "kondo_compute", "match_jobs", "reference_curves", "run_jobs",
+           "steps_to_error", "steps_to_reward", "train_run"]

@@ -51,8 +51,30 @@ def test_ess_step_per_population_member():
     assert torch.allclose(out.lr_scale, torch.tensor([1.0, math.sqrt(0.8)], dtype=torch.float64))
 
 
-def test_gac_projects_above_threshold_and_skips_above_skip():
+def test_gac_remembers_the_raw_gradient_by_default():
+    """memory='raw': the decision uses cos(g_t, g_{t−1}) of raw gradients, whatever was applied."""
     gac = make_controller("gac", c_proj=0.3, c_skip=0.9)
+    assert gac.memory == "raw"
+    gac.step([torch.tensor([1.0, 0.0])])
+    out = gac.step([torch.tensor([1.0, 1.0])])  # cos 0.707: the component along (1, 0) is removed
+    assert torch.allclose(out.grads[0], torch.tensor([0.0, 1.0]))
+    # the remembered direction is the raw (1, 1), not the applied (0, 1):
+    # cos((0.1, 1), (1, 1)) = 1.1/√2.02 ≈ 0.774 → project along (1, 1): (0.1, 1) − 0.55·(1, 1)
+    out = gac.step([torch.tensor([0.1, 1.0])])
+    assert out.metrics["grad_cos_prev"].item() == pytest.approx(1.1 / math.sqrt(2.02))
+    assert out.metrics["grad_cos_prev_raw"].item() == pytest.approx(1.1 / math.sqrt(2.02))
+    assert out.metrics["grad_cos_prev_applied"].item() == pytest.approx(1.0 / math.sqrt(1.01))  # vs (0, 1)
+    assert torch.allclose(out.grads[0], torch.tensor([-0.45, 0.45]))
+    assert not out.skip.item() and out.metrics["gac_projected"].item() == 1.0
+    # the same gradient again: raw cosine 1 > 0.9, skipped; the applied memory keeps (−0.45, 0.45)
+    out = gac.step([torch.tensor([0.1, 1.0])])
+    assert out.skip.item() and torch.equal(out.grads[0], torch.zeros(2))
+    assert torch.allclose(gac.applied, torch.tensor([-0.45, 0.45]))
+    assert torch.allclose(gac.previous, torch.tensor([0.1, 1.0]))
+
+
+def test_gac_projects_above_threshold_and_skips_above_skip():
+    gac = make_controller("gac", c_proj=0.3, c_skip=0.9, memory="applied")
     first = gac.step([torch.tensor([1.0, 0.0])])
     assert not first.skip.item() and first.metrics["grad_cos_prev"].item() == 0.0
     # cos = 1/sqrt(2) ≈ 0.707 ∈ (0.3, 0.9]: the component along (1, 0) is removed
@@ -62,6 +84,7 @@ def test_gac_projects_above_threshold_and_skips_above_skip():
     assert out.metrics["gac_projected"].item() == 1.0 and not out.skip.item()
     # previous is now (0, 1); cos((0.1, 1), (0, 1)) ≈ 0.995 > 0.9: skip, gradient zeroed
     out = gac.step([torch.tensor([0.1, 1.0])])
+    assert out.metrics["grad_cos_prev_raw"].item() == pytest.approx(1.1 / math.sqrt(2.02))  # logged, not used
     assert out.skip.item() and torch.equal(out.grads[0], torch.zeros(2))
     # a skipped step leaves the stored direction unchanged; an orthogonal gradient passes through
     out = gac.step([torch.tensor([2.0, 0.0])])
@@ -81,10 +104,10 @@ def test_gac_partial_strength_and_below_threshold():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000))
-def test_gac_output_cosine_with_previous_is_small_after_projection(seed):
+@given(seed=st.integers(0, 10_000), memory=st.sampled_from(["raw", "applied"]))
+def test_gac_output_cosine_with_previous_is_small_after_projection(seed, memory):
     g = torch.Generator().manual_seed(seed)
-    gac = make_controller("gac", c_proj=-1.0, c_skip=1.0)  # always project, never skip
+    gac = make_controller("gac", c_proj=-1.0, c_skip=1.0, memory=memory)  # always project, never skip
     prev = torch.randn(2, 7, dtype=torch.float64, generator=g)
     gac.step([prev], population_shape=(2,))
     cur = torch.randn(2, 7, dtype=torch.float64, generator=g)
@@ -121,6 +144,7 @@ def _stepped_gac():
         (lambda: make_controller("gac", c_proj=2.0), r"c_proj must lie in \[-1.0, 1.0\]"),
         (lambda: make_controller("gac", c_proj=0.5, c_skip=0.4), r"c_skip must lie in \[0.5, 1.0\]"),
         (lambda: make_controller("gac", strength=1.5), r"strength must lie in \[0.0, 1.0\]"),
+        (lambda: make_controller("gac", memory="update"), r"memory must be one of \['raw', 'applied'\]"),
         (lambda: make_controller("clip_grad_norm", max_norm=0.0), r"max_norm must lie in \(0.0, inf\]"),
         (lambda: make_controller("adam"), "unknown controller 'adam'"),
         (lambda: make_controller("ess_lr").step([torch.ones(2)]), "ess_lr needs terms"),

@@ -1,29 +1,30 @@
 """A tiny decoder-only transformer in functional form over population parameters, with a
 KV-cached batched sampler (shared/spec/environments.md, "Synthetic transformer sequence tasks").
 
-Architecture: token + learned absolute position embeddings; ``layers`` pre-LayerNorm blocks
-(x ← x + Attn(LN(x)), x ← x + MLP(LN(x)), causal multi-head attention, GELU MLP); no biases
-anywhere (LayerNorms have a gain only); **no final LayerNorm** — the unembedding reads the residual
-stream directly. Width 64, 4 heads, 3 layers, MLP 128: 100,160 parameters at V = 2 and a context of
-19 positions (reversal, H = 10).
-
-Initialisation (GPT-2, Radford et al. 2019): every matrix and embedding N(0, 0.02²); the two
-projections that write into the residual stream (attention output, MLP down) N(0, (0.02/√(2L))²)
-with L the number of layers; LayerNorm gains 1. The untied unembedding is N(0, 0.02²), so the
-initial policy is close to uniform.
+The default ``variant='reference'`` is the model of the Delightful papers' reference code
+(google-deepmind/egg, ``egg/networks/transformers.py``, Flax): token + learned absolute position
+embeddings; ``layers`` pre-LayerNorm blocks (x ← x + Attn(LN(x)), x ← x + MLP(LN(x)), causal
+multi-head attention with logits scaled by 1/√head_dim, **ReLU** MLP); no biases anywhere;
+LayerNorms with a scale only, eps 1e-6; **no final LayerNorm** — the unembedding reads the
+residual stream. Initialisation as Flax's defaults: embeddings N(0, 1/D) (``nn.Embed``); every
+dense and attention kernel LeCun-normal, a normal truncated at ±2σ rescaled to variance 1/fan_in
+(``nn.Dense``, ``nn.MultiHeadDotProductAttention``); LayerNorm scales 1. Width 64, 4 heads,
+3 layers, MLP 128 and a context of P + A = 20 positions (reversal, H = 10, V = 2): 100,224
+parameters, as the reference. ``variant='gpt2'`` (Radford et al. 2019) is the GELU MLP, LayerNorm
+eps 1e-5 and N(0, init_std²) weights, the residual writes (attention out, MLP down) scaled by
+1/√(2L); it learns the H = 10 reversal several times more slowly.
 
 Parameters are a list of tensors with a leading population axis ``[S, ...]`` (S seeds as one
 batched computation; S = 1 for one seed), in the order of ``Transformer.param_specs()``. A sequence
 is the plain concatenation [prompt ; answer] (no special tokens); the logits at positions
-P − 1 … P + A − 2 predict the A answer tokens, so the context holds P + A − 1 positions.
+P − 1 … P + A − 2 predict the A answer tokens (the last of the P + A positions is never read).
 
 Two teacher-forced paths give the same numbers up to float rounding (tested): ``logits`` runs
 every row over the whole sequence (the plain reference); ``answer_logits`` runs the prompt of each
-group once and only the answers per row (the rows of a group share their prompt, so its keys and
-values are computed once). ``sample`` draws answers with a KV cache; its per-token log-probs equal
-a teacher-forced recompute (tested to 1e-6 in fp32) and its tokens those of an uncached sampler.
-Attention over short contexts (≤ ``SMALL_ATTENTION`` keys) is an explicit broadcast product, longer
-ones PyTorch's SDPA (tested equal).
+group once and only the answers per row. ``sample`` draws answers with a KV cache; its per-token
+log-probs equal a teacher-forced recompute (tested to 1e-6 in fp32) and its tokens those of an
+uncached sampler. Attention over short contexts (≤ ``SMALL_ATTENTION`` keys) is an explicit
+broadcast product, longer ones PyTorch's SDPA (tested equal).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY, SamplingChain, draw
-from sandbox.core.validation import check_int, check_range, check_tensor
+from sandbox.core.validation import check_choice, check_int, check_range, check_tensor
+from sandbox.policies.transformer_variants import VARIANTS, Variant
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,6 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     """``x [S, ..., D] @ w [S, D, F]`` → ``[S, ..., F]`` (one batched matmul over the population)."""
     S = x.shape[0]
     return torch.bmm(x.reshape(S, -1, x.shape[-1]), w).reshape(*x.shape[:-1], w.shape[-1])
-
-
-def _layer_norm(x: Tensor) -> Tensor:
-    return F.layer_norm(x, x.shape[-1:])
 
 
 #: contexts up to this many keys use the explicit attention (faster than SDPA's kernels there)
@@ -82,9 +80,11 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causa
 class Transformer:
     """Configuration and functional forward passes of the tiny transformer.
 
-    vocab: vocabulary size V ≥ 2. context: number of positions (P + A − 1 for prompt length P and
-    answer length A). width, heads, layers, mlp: the architecture (width divisible by heads).
-    init_std: standard deviation of the initial weights (residual projections scaled by 1/√(2L)).
+    vocab: vocabulary size V ≥ 2. context: number of positions (at least P + A − 1 for prompt
+    length P and answer length A; the reference, and the sequence tasks, use P + A). width, heads, layers, mlp: the architecture (width divisible by heads).
+    variant: 'reference' (the egg model: ReLU, Flax initialisers, LayerNorm eps 1e-6) or 'gpt2'
+    (GELU, N(0, init_std²) weights with the residual projections scaled by 1/√(2L), eps 1e-5).
+    init_std: the gpt2 variant's weight std (unused by 'reference').
     """
 
     vocab: int
@@ -94,6 +94,7 @@ class Transformer:
     layers: int = 3
     mlp: int = 128
     init_std: float = 0.02
+    variant: str = "reference"
 
     def __post_init__(self) -> None:
         check_int("vocab", self.vocab, low=2)
@@ -103,6 +104,7 @@ class Transformer:
         check_int("layers", self.layers, low=1)
         check_int("mlp", self.mlp, low=1)
         check_range("init_std", self.init_std, low=0.0, low_open=True)
+        check_choice("variant", self.variant, tuple(VARIANTS))
         if self.width % self.heads:
             raise ValueError(f"width must be divisible by heads, got width={self.width}, heads={self.heads}")
 
@@ -125,18 +127,10 @@ class Transformer:
         return sum(math.prod(shape) for _, shape in self.param_specs())
 
     def init(self, population: int, generator: torch.Generator, dtype: torch.dtype = torch.float32) -> list[Tensor]:
-        """GPT-2 initialisation, one independent draw per population member: ``[S, ...]`` each."""
+        """The variant's initialisation, one independent draw per population member: ``[S, ...]`` each."""
         check_range("population", population, low=1)
-        residual_std = self.init_std / math.sqrt(2 * self.layers)
-        params = []
-        for name, shape in self.param_specs():
-            kind = name.split(".")[-1]
-            if kind in ("ln1", "ln2"):
-                params.append(torch.ones(population, *shape, dtype=dtype))
-                continue
-            std = residual_std if kind in ("w_o", "w_down") else self.init_std
-            params.append(std * torch.randn(population, *shape, generator=generator, dtype=dtype))
-        return params
+        init = VARIANTS[self.variant].init
+        return [init(self, name, shape, population, generator, dtype) for name, shape in self.param_specs()]
 
     def named(self, params: Sequence[Tensor]) -> dict[str, Tensor]:
         specs = self.param_specs()
@@ -180,9 +174,12 @@ class Transformer:
         SN, _, L, _ = o.shape
         return o.transpose(1, 2).reshape(S, SN // S, L, self.width)
 
-    @staticmethod
-    def _mlp(h: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
-        return _bmm(F.gelu(_bmm(_layer_norm(h), w_up)), w_down)
+    def _norm(self, x: Tensor) -> Tensor:
+        """LayerNorm without its gain (folded into the next weight), the variant's eps."""
+        return F.layer_norm(x, x.shape[-1:], eps=VARIANTS[self.variant].ln_eps)
+
+    def _mlp(self, h: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
+        return _bmm(VARIANTS[self.variant].activation(_bmm(self._norm(h), w_up)), w_down)
 
     # ------------------------------------------------------------------ teacher-forced passes
     def logits(self, params: Sequence[Tensor], tokens: Tensor) -> Tensor:
@@ -194,7 +191,7 @@ class Transformer:
         S = tokens.shape[0]
         h = self._embed(tok_emb, pos_emb, tokens, 0)
         for w_qkv, w_o, w_up, w_down in blocks:
-            q, k, v = self._split_heads(_bmm(_layer_norm(h), w_qkv))
+            q, k, v = self._split_heads(_bmm(self._norm(h), w_qkv))
             h = h + _bmm(self._merge_heads(attention(q, k, v, causal=True), S), w_o)
             h = h + self._mlp(h, w_up, w_down)
         return _bmm(h, unembed)
@@ -244,10 +241,10 @@ class Transformer:
             mask = torch.cat([torch.ones(A - 1, P, dtype=torch.bool), causal], -1)
         h, d = self.heads, self.head_dim
         for w_qkv, w_o, w_up, w_down in blocks:
-            qp, kp, vp = self._split_heads(_bmm(_layer_norm(hp), w_qkv))  # [S·G, h, P, d]
+            qp, kp, vp = self._split_heads(_bmm(self._norm(hp), w_qkv))  # [S·G, h, P, d]
             op = attention(qp, kp, vp, causal=True)
             if ha is not None:
-                qa, ka, va = self._split_heads(_bmm(_layer_norm(ha), w_qkv))  # [S·B, h, A − 1, d]
+                qa, ka, va = self._split_heads(_bmm(self._norm(ha), w_qkv))  # [S·B, h, A − 1, d]
                 keys = torch.cat([per_row(kp.reshape(S, G, h, P, d)).reshape(S * B, h, P, d), ka], 2)
                 values = torch.cat([per_row(vp.reshape(S, G, h, P, d)).reshape(S * B, h, P, d), va], 2)
                 oa = attention(qa, keys, values, mask)
@@ -322,7 +319,7 @@ class _Decoder:
         self.values = [torch.empty_like(k) for k in self.keys]
         x = model._embed(self.tok_emb, self.pos_emb, prompts, 0)  # [S, G, P, D]
         for (w_qkv, w_o, w_up, w_down), kc, vc in zip(self.blocks, self.keys, self.values):
-            q, k, v = model._split_heads(_bmm(_layer_norm(x), w_qkv))  # [S·G, h, P, d]
+            q, k, v = model._split_heads(_bmm(model._norm(x), w_qkv))  # [S·G, h, P, d]
             kc[..., :P, :] = k.reshape(S, G, 1, h, P, d)
             vc[..., :P, :] = v.reshape(S, G, 1, h, P, d)
             x = x + _bmm(model._merge_heads(attention(q, k, v, causal=True), S), w_o)
@@ -342,7 +339,7 @@ class _Decoder:
         x = model._embed(self.tok_emb, self.pos_emb, answered[..., -1:], pos).reshape(S, B, model.width)
         h, d = model.heads, model.head_dim
         for (w_qkv, w_o, w_up, w_down), kc, vc in zip(self.blocks, self.keys, self.values):
-            q, k, v = _bmm(_layer_norm(x), w_qkv).reshape(S * B, 3, h, 1, d).unbind(1)
+            q, k, v = _bmm(model._norm(x), w_qkv).reshape(S * B, 3, h, 1, d).unbind(1)
             kc[:, :, pos : pos + 1] = k
             vc[:, :, pos : pos + 1] = v
             o = attention(q, kc[:, :, : pos + 1], vc[:, :, : pos + 1])
@@ -365,4 +362,4 @@ class _Recompute:
         return self.model.logits(self.params, torch.cat([self.rows, answered], -1))[:, :, -1]
 
 
-__all__ = ["SMALL_ATTENTION", "SampleOutput", "Transformer", "attention"]
+__all__ = ["SMALL_ATTENTION", "VARIANTS", "SampleOutput", "Transformer", "Variant", "attention"]

@@ -71,7 +71,8 @@ class SequenceTask(Task):
     heads: int = 4
     layers: int = 3
     mlp: int = 128
-    init_std: float = 0.02
+    init_std: float = 0.02  # the gpt2 variant's weight std
+    variant: str = "reference"  # transformer: 'reference' (the egg model) | 'gpt2'
     temperature: float = 1.0  # sampler temperature (the learner's policy is at temperature 1)
     eps_mix: float = 0.0  # sampler ε-mixing with the uniform distribution (reported in μ)
     eval_prompts: int = 100  # evaluation batch: eval_prompts × eval_samples fresh rows
@@ -108,8 +109,9 @@ class SequenceTask(Task):
         self.n_actions = self.vocab
         self.prompt_len, self.answer_len = self.env.prompt_len, self.env.answer_len
         self.reward_range = self.env.reward_range
-        self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len - 1, width=self.width,
-                                 heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std)
+        self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
+                                 heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
+                                 variant=self.variant)
         if self.eval_mode == "exact":
             if not self.env.uniform_prompts:
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "

@@ -103,7 +103,9 @@ def test_spec_sizes_and_defaults():
               for name in ("reverse_copy", "bit_parity", "key_value", "subsequence_match")}
     assert shapes == {"reverse_copy": (10, 10, 2), "bit_parity": (10, 1, 2), "key_value": (11, 1, 10),
                       "subsequence_match": (2, 32, 5)}
-    assert make_task("reverse_copy").model.n_params() == 100_160
+    assert make_task("reverse_copy").model.n_params() == 100_224  # P + A positions, as the reference
+    assert make_task("reverse_copy").model.variant == "reference"
+    assert make_task("reverse_copy", variant="gpt2").model.variant == "gpt2"
     assert make_task("sequences", problem="key_value").prompt_len == 11
 
 

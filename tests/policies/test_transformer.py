@@ -22,12 +22,12 @@ def _gen(seed=0):
 
 
 def test_parameter_count_at_the_spec_size():
-    model = Transformer(vocab=2, context=19)  # reversal H = 10: prompt 10 + answer 10 − 1
+    model = Transformer(vocab=2, context=20)  # reversal H = 10: prompt 10 + answer 10, as the reference
     D, F, L = 64, 128, 3
-    per_layer = D + 3 * D * D + D * D + D + D * F + F * D  # two LN gains, qkv, out, up, down
-    assert model.n_params() == 2 * D + 19 * D + L * per_layer + D * 2 == 100_160
+    per_layer = D + 3 * D * D + D * D + D + D * F + F * D  # two LN scales, qkv, out, up, down
+    assert model.n_params() == 2 * D + 20 * D + L * per_layer + D * 2 == 100_224
     params = model.init(3, _gen())
-    assert sum(p[0].numel() for p in params) == 100_160
+    assert sum(p[0].numel() for p in params) == 100_224
     assert all(p.shape[0] == 3 for p in params)
 
 
@@ -38,8 +38,33 @@ def test_no_biases_and_gain_only_layer_norms():
     assert one_d == [f"l{i}.{g}" for i in range(3) for g in ("ln1", "ln2")]  # only the 6 LN gains, no final LN
 
 
-def test_initialisation_scales():
-    model = Transformer(vocab=2, context=19)
+def test_reference_initialisation_is_flax_default():
+    """Embeddings N(0, 1/D); kernels LeCun-normal: std 1/√fan_in, truncated at 2/(0.8796·√fan_in)."""
+    model = Transformer(vocab=2, context=20)
+    assert model.variant == "reference"
+    named = model.named(model.init(256, _gen()))
+    assert torch.equal(named["l0.ln1"], torch.ones(256, 64))
+    for name in ("tok_emb", "pos_emb"):
+        assert abs(named[name].std().item() - 1 / 8) < 2e-3
+        assert named[name].abs().max() > 2.5 / 8  # a plain normal: not truncated
+    for name, fan_in in (("l0.w_qkv", 64), ("l1.w_o", 64), ("l2.w_up", 64), ("l2.w_down", 128), ("unembed", 64)):
+        std = 1 / math.sqrt(fan_in)
+        w = named[name]
+        assert abs(w.std().item() - std) < 0.02 * std, name
+        bound = 2 * std / 0.87962566103423978
+        assert w.abs().max() <= bound and w.abs().max() > 0.99 * bound, name
+        assert abs(w.mean().item()) < 0.01 * std
+
+
+def test_initialisation_is_deterministic_given_the_generator():
+    for variant in ("reference", "gpt2"):
+        model = Transformer(vocab=2, context=6, variant=variant)
+        a, b = model.init(2, _gen(7)), model.init(2, _gen(7))
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_gpt2_initialisation_scales():
+    model = Transformer(vocab=2, context=19, variant="gpt2")
     named = model.named(model.init(64, _gen()))
     assert torch.equal(named["l0.ln1"], torch.ones(64, 64))
     assert abs(named["l1.w_qkv"].std().item() - 0.02) < 5e-4
@@ -50,9 +75,10 @@ def test_initialisation_scales():
 class _Block(nn.Module):
     """An independent pre-LN reference block: x + Attn(LN(x)), x + MLP(LN(x)); no biases."""
 
-    def __init__(self, D, H, F):
+    def __init__(self, D, H, F, eps, act):
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(D, bias=False), nn.LayerNorm(D, bias=False)
+        self.act = act
+        self.ln1, self.ln2 = nn.LayerNorm(D, eps=eps, bias=False), nn.LayerNorm(D, eps=eps, bias=False)
         self.attn = nn.MultiheadAttention(D, H, bias=False, batch_first=True)
         self.up, self.down = nn.Linear(D, F, bias=False), nn.Linear(F, D, bias=False)
 
@@ -61,7 +87,10 @@ class _Block(nn.Module):
         causal = torch.ones(L, L, dtype=torch.bool).triu(1)
         a = self.ln1(x)
         x = x + self.attn(a, a, a, attn_mask=causal, need_weights=False)[0]
-        return x + self.down(nn.functional.gelu(self.up(self.ln2(x))))
+        return x + self.down(self.act(self.up(self.ln2(x))))
+
+
+ACTIVATION = {"reference": (1e-6, torch.relu), "gpt2": (1e-5, nn.functional.gelu)}
 
 
 def _reference_logits(model: Transformer, params, tokens):
@@ -71,7 +100,7 @@ def _reference_logits(model: Transformer, params, tokens):
     D = model.width
     x = named["tok_emb"][tokens] + named["pos_emb"][: tokens.shape[-1]]
     for i in range(model.layers):
-        block = _Block(D, model.heads, model.mlp).double()
+        block = _Block(D, model.heads, model.mlp, *ACTIVATION[model.variant]).double()
         with torch.no_grad():
             block.ln1.weight.copy_(named[f"l{i}.ln1"])
             block.ln2.weight.copy_(named[f"l{i}.ln2"])
@@ -83,8 +112,9 @@ def _reference_logits(model: Transformer, params, tokens):
     return x @ named["unembed"]
 
 
-def test_architecture_matches_an_independent_nn_module():
-    model = Transformer(vocab=3, context=7, init_std=0.3)
+@pytest.mark.parametrize("variant", ["reference", "gpt2"])
+def test_architecture_matches_an_independent_nn_module(variant):
+    model = Transformer(vocab=3, context=7, init_std=0.3, variant=variant)
     params = model.init(1, _gen(), torch.float64)
     tokens = torch.randint(0, 3, (1, 5, 7), generator=_gen(1))
     ours = model.logits(params, tokens)[0]
@@ -155,11 +185,11 @@ def test_single_token_answers():
     assert torch.allclose(out.logp, model.answer_logp(params, prompts, out.actions), atol=1e-6)
 
 
-@pytest.mark.parametrize("init_std", [0.02, 0.1])
-def test_cached_sampler_equals_uncached_and_teacher_forced(init_std):
+@pytest.mark.parametrize("variant, init_std", [("reference", 0.02), ("gpt2", 0.02), ("gpt2", 0.1)])
+def test_cached_sampler_equals_uncached_and_teacher_forced(variant, init_std):
     """fp32: the KV-cached sampler draws exactly the tokens of the uncached one (same uniforms)
-    and its log-probs equal a teacher-forced recompute to ~1e-6."""
-    model = Transformer(vocab=2, context=19, init_std=init_std)
+    and its log-probs equal a teacher-forced recompute to ~1e-6 (relative, for large |log π|)."""
+    model = Transformer(vocab=2, context=20, init_std=init_std, variant=variant)
     params = model.init(1, _gen())
     prompts = torch.randint(0, 2, (1, 10, 10), generator=_gen(1))
     cached = model.sample(params, prompts, 10, 10, _gen(5))
@@ -167,7 +197,7 @@ def test_cached_sampler_equals_uncached_and_teacher_forced(init_std):
     assert torch.equal(cached.actions, uncached.actions)
     assert torch.allclose(cached.logp, uncached.logp, atol=1e-6)
     forced = model.answer_logp(params, prompts, cached.actions)
-    assert (cached.logp - forced).abs().max() < 2e-6
+    assert torch.allclose(cached.logp, forced, atol=2e-6, rtol=1e-6)
     assert (cached.actions == 0).any() and (cached.actions == 1).any()
 
 
@@ -211,6 +241,8 @@ def test_sampling_is_deterministic_given_the_generator():
 
 
 def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        Transformer(vocab=2, context=4, variant="bert")
     with pytest.raises(ValueError, match="width must be divisible by heads"):
         Transformer(vocab=2, context=4, width=10, heads=4)
     with pytest.raises(ValueError, match=r"vocab must lie in \[2, inf\]"):
