@@ -22,7 +22,8 @@ from sandbox.runtime.sweep import Job, load_results, run_sweep
 FIDELITIES = ("quick", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped
-FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm")
+FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm",
+            "simulations.frictions2026")
 
 
 @dataclass(frozen=True)

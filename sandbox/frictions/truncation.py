@@ -1,11 +1,12 @@
 """Truncated sampling: the inference engine samples top-k / top-p (nucleus) and reports a log-prob.
 
-vLLM and SGLang return the log-prob of the *processed* distribution by default — the renormalised
-truncated one, which is what was really sampled (reported μ = true μ, but μ is no longer the
-policy's softmax). An engine configured to return the raw softmax log-prob (vLLM
-``logprobs_mode='raw_logprobs'``) reports the full distribution while sampling the truncated one:
-the reported μ is then off by the surviving mass Z, log μ_true(a) = log μ_reported(a) − log Z for
-every kept token, and an IS ratio built on it is biased by Z.
+An engine that returns the log-prob of the *processed* distribution (vLLM
+``logprobs_mode='processed_logprobs'``) reports the renormalised truncated one, which is what was
+really sampled (reported μ = true μ, but μ is no longer the policy's softmax). An engine that
+returns the model's own log-prob (vLLM ``logprobs_mode='raw_logprobs'``) reports the full softmax
+while sampling the truncated one: the reported μ is then off by the surviving mass Z,
+log μ_true(a) = log μ_reported(a) − log Z for every kept token, and an IS ratio built on it is
+biased by Z.
 """
 
 from __future__ import annotations
