@@ -95,8 +95,14 @@ class Friction:
     def actor_reported_probs(self, probs: Tensor, ctx: FrictionContext) -> Tensor:
         """The distribution the actor *reports* for ``probs`` (default: the one it samples,
         ``actor_probs``); a friction whose engine samples one distribution but reports another
-        overrides it (e.g. top-p sampling that reports the full softmax)."""
+        overrides it (e.g. top-p sampling that reports the full softmax) and ``reports_sampled``."""
         return self.actor_probs(probs, ctx)
+
+    @property
+    def reports_sampled(self) -> bool:
+        """False when ``actor_reported_probs`` differs from ``actor_probs`` (the actor then reports
+        another distribution than it samples)."""
+        return True
 
     def override(self, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
                  policy_logp: LogpFn | None) -> tuple[Sample, Tensor | None]:
@@ -165,14 +171,14 @@ class FrictionStack:
                        eps: float = 0.0) -> SamplingChain:
         """The actor's per-position distribution (``sandbox.core.sampling``) with this stack's
         ``actor_logits`` and ``actor_probs`` hooks (and ``actor_reported_probs`` as the report hook
-        when a friction reports something else than it samples); a hook no friction overrides is left
+        when a friction does not report what it samples); a hook no friction overrides is left
         out, so a stack without them is the policy itself, bit for bit."""
         return SamplingChain(
             temperature=temperature, eps=eps,
             logits_hook=(lambda z: self.actor_logits(z, ctx, generator)) if self._overrides("actor_logits") else None,
             probs_hook=(lambda p: self.actor_probs(p, ctx)) if self._overrides("actor_probs") else None,
-            report_hook=(lambda p: self.actor_reported_probs(p, ctx)) if self._overrides("actor_reported_probs")
-            else None,
+            report_hook=None if all(f.reports_sampled for f in self.frictions)
+            else (lambda p: self.actor_reported_probs(p, ctx)),
         )
 
     def override(self, sample, ctx, generator, policy_logp: LogpFn | None = None):

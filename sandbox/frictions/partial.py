@@ -86,10 +86,10 @@ class PartialRollouts(Friction):
             same = (answers == drawn).all(-1, keepdim=True)
             if bool(same.all()):
                 return out
-            for j, v in enumerate(versions):
-                at = chunk == j
+            for v, p in params.items():
+                at = torch.tensor(versions)[chunk] == v  # the positions sampled with version v
                 if bool(at.any()):
-                    forced = chain.logp(model.answer_logits(params[v], prompts, answers), answers)
+                    forced = chain.logp(model.answer_logits(p, prompts, answers), answers)
                     out[..., at] = torch.where(same, out[..., at], forced[..., at])
             return out
 

@@ -44,7 +44,7 @@ def truncate(probs: Tensor, top_p: float = 1.0, top_k: int = 0) -> Tensor:
 @register_friction("truncated_sampling")
 @dataclass(frozen=True)
 class TruncatedSampling(Friction):
-    """The actor samples top-k / top-p; ``report='truncated'`` (the engines' default) records the
+    """The actor samples top-k / top-p; ``report='truncated'`` (an engine's processed log-probs) records the
     renormalised log-prob (reported = true μ, the truncated distribution), ``report='full'`` the
     full distribution's (true μ stays the truncated one). top_p = 1 and top_k = 0 is the identity."""
 
@@ -63,6 +63,10 @@ class TruncatedSampling(Friction):
 
     def actor_probs(self, probs, ctx):
         return truncate(probs, self.top_p, self.top_k)
+
+    @property
+    def reports_sampled(self) -> bool:
+        return self.report != "full"
 
     def actor_reported_probs(self, probs, ctx):
         return probs if self.report == "full" else self.actor_probs(probs, ctx)

@@ -34,7 +34,8 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
     ``params_of(v)`` gives the parameters of any held version v ≤ ``latest`` (the newest): frictions
     that resume a sequence with newer weights (``resumes_versions``) need both. When a friction
     makes the actor report another distribution than it samples, the reported log-probs come from
-    the chain's ``reporting()`` twin replayed on the same uniforms (same tokens, checked)."""
+    the chain's ``reporting()`` twin replayed from the same generator state (the same uniforms and
+    friction noise, so the same tokens: checked)."""
     frictions = task.frictions
     if task.enumerates:
         return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
@@ -59,7 +60,8 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
             if resumer is not None:
                 raise ValueError(f"friction {resumer.name!r} does not compose with frictions that report another "
                                  "distribution than they sample")
-            again = task.sample(params, batch, chain.reporting(), replay)
+            twin = frictions.sampling_chain(ctx, replay, task.temperature, task.eps_mix).reporting()
+            again = task.sample(params, batch, twin, replay)
             if not torch.equal(again.actions, drawn.actions):
                 raise RuntimeError("the reporting replay drew other tokens than the sampler")
             reported = again.logp

@@ -118,6 +118,22 @@ def test_sequence_true_mu_matches_frequencies(name, first, report):
             assert torch.equal(rollout.behavior_logp, rollout.true_behavior_logp)
 
 
+@pytest.mark.parametrize("report", ["truncated", "full"])
+def test_the_reporting_replay_redraws_fresh_logit_noise(report):
+    """With fresh logit noise every draw has its own noise: the replay that computes the reported
+    log-probs must redraw the same noise (else it would draw other tokens and raise)."""
+    stack = FrictionStack([make_friction("logit_noise", sigma=0.5, fresh=True),
+                           make_friction("truncated_sampling", top_p=0.7, report=report)])
+    task = Bandit(N=1, K=6, batch_size=2000, population=1, dtype="float64", frictions=stack)
+    task.init_params(derived_generator(0, "init"))
+    rollout = collect(task, [Z], 0, derived_generator(0, "draw"), 0)
+    true, reported = rollout.true_behavior_logp, rollout.behavior_logp
+    if report == "truncated":
+        assert torch.equal(reported, true)
+    else:  # a kept token's truncated probability is its full one over the kept mass Z ≤ 1
+        assert bool((true >= reported).all()) and bool((true > reported).any())
+
+
 def test_exact_mode_reports_full_and_weights_with_the_truncated_distribution():
     task = Bandit(N=1, K=6, mode="exact", population=1, dtype="float64",
                   frictions=FrictionStack([make_friction("truncated_sampling", top_p=0.7, report="full")]))
