@@ -9,7 +9,7 @@ import torch
 from sandbox.core.rollout import Rollout
 from sandbox.frictions import DelaySchedule
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.loop import train
+from sandbox.runtime.loop import ActorLearner, train
 
 
 def _rollout(version):
@@ -98,3 +98,21 @@ def test_ray_runtime_drops_what_is_staler_than_the_budget():
     # fixed lag 2 > budget 1: every batch after the first two is dropped, so those prompts never arrive
     last = frame[frame["step"] == 12]["prompts_dropped_frac"]
     assert np.allclose(last, 10 / 12)
+
+
+def test_mask_keeps_the_fresh_chunks_of_a_partial_rollout():
+    config = RunConfig(task="reverse_copy", task_kwargs=dict(H=4, prompts_per_step=2, samples_per_prompt=2, width=16,
+                                                             heads=2, layers=1, mlp=16),
+                       estimator="tis", steps=6, log_points=2, lr=0.05,
+                       staleness={"kind": "fixed", "D": 3, "admission": "mask", "budget": 1},
+                       frictions=(("partial_rollouts", {"chunks": 2}),))
+    learner = ActorLearner(config)
+    for step in range(6):
+        rollout = learner.rollout(step)
+        admitted, dropped = learner.schedule.admit(rollout, step)
+        stale_first = min(step, 3) > 1  # chunk 0 (tokens 0, 1) has version t − min(t, 3); chunk 1 is t's
+        assert bool(admitted.mask[..., :2].any()) == (not stale_first) and bool(admitted.mask[..., 2:].all())
+        assert dropped.tolist() == [0.0]  # every prompt keeps its fresh chunk
+        metrics = learner.update(step, rollout)
+        assert float(metrics["grad_norm"][0]) > 0
+        learner.after_update(step + 1)
