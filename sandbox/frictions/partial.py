@@ -55,10 +55,9 @@ class PartialRollouts(Friction):
     def sample(self, task, batch, chain: SamplingChain, generator: torch.Generator, started: int, latest: int,
                params_of: Callable[[int], Sequence[Tensor]]):
         """Draw the batch's answers chunk by chunk (one uniform per token, drawn first, inverse CDF
-        through ``chain`` as the task's own sampler does); returns the task's ``PolicySample`` and
-        the version of every token ``[S, B, A]``."""
-        from sandbox.tasks.base import PolicySample  # the tasks import frictions: import at call time
-
+        through ``chain`` as the task's own sampler does); returns the tokens and their log-probs
+        ``[S, B, A]``, ``logp_of(answers)`` (as the task's ``PolicySample``) and the version of every
+        token ``[S, B, A]``."""
         model = getattr(task, "model", None)
         if not hasattr(model, "answer_logits") or not hasattr(task, "answer_len"):
             raise ValueError(f"partial_rollouts needs a sequence task (a transformer policy with answer_logits), "
@@ -94,7 +93,7 @@ class PartialRollouts(Friction):
             return out
 
         stamp = torch.tensor(versions, dtype=torch.long)[chunk].expand(S, B, A).clone()
-        return PolicySample(actions, logp, logp_of), stamp
+        return actions, logp, logp_of, stamp
 
 
 __all__ = ["PartialRollouts"]

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from sandbox.core.rollout import Rollout
 from sandbox.frictions.base import FrictionStack, Sample
-from sandbox.tasks.base import Task
+from sandbox.tasks.base import PolicySample, Task
 
 #: the parameters of a held version (the loop's parameter history)
 VersionLookup = Callable[[int], Sequence[Tensor]]
@@ -53,8 +53,9 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
             if params_of is None or latest is None:
                 raise ValueError(f"friction {resumer.name!r} resumes sequences with newer weights: the actor needs "
                                  "params_of and latest (the simulated loop with history='params')")
-            drawn, versions = resumer.sample(task, batch, chain, generator, version, latest,
-                                             lambda v: frictions.actor_params(list(params_of(v)), ctx))
+            *drawn, versions = resumer.sample(task, batch, chain, generator, version, latest,
+                                              lambda v: frictions.actor_params(list(params_of(v)), ctx))
+            drawn = PolicySample(*drawn)
         reported = drawn.logp
         if replay is not None:
             if resumer is not None:
