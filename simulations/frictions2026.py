@@ -23,6 +23,7 @@ from scipy import stats
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.stats import Interval
+from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job
@@ -68,6 +69,7 @@ def settings(panel: str, strength: float, D: int) -> dict:
 
 def setting(panel: str, strength: float, D: int) -> str:
     """A name of the run a (panel, strength) is: the panels' baselines that are one run share it."""
+    check_choice("panel", panel, tuple(PANELS))
     if panel == "top-p (full report)":
         return f"top_p={1 - strength:g}" if strength else "on-policy"
     if panel == "partial rollouts" and strength > 1:
@@ -80,6 +82,7 @@ def setting(panel: str, strength: float, D: int) -> str:
 def jobs(fidelity: str, base_seed: int = 0) -> list[Job]:
     """One batched-population job per (method, setting): the baselines of the two delayed panels
     are the same run, hence one job."""
+    check_choice("fidelity", fidelity, tuple(FIDELITY))
     f = FIDELITY[fidelity]
     task = {"H": f["H"], "V": f["V"], "population": f["seeds"], "eval_mode": "exact", **f["model"]}
     out: dict[str, Job] = {}
@@ -132,6 +135,7 @@ def t_interval(values, confidence: float = 0.95) -> Interval:
 def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int = 0) -> pd.DataFrame:
     """Record the figure's claims in ``book`` (asserted: ``ASSERTED[fidelity]``; the rest reported)
     and return the table of paired differences (strongest strength − strength 0, per method)."""
+    check_choice("fidelity", fidelity, tuple(FIDELITY))
     f = FIDELITY[fidelity]
     asserted = ASSERTED[fidelity]
 
