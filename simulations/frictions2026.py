@@ -139,28 +139,26 @@ def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int =
     f = FIDELITY[fidelity]
     asserted = ASSERTED[fidelity]
 
+    def settle(claim) -> None:
+        if claim.name not in asserted:
+            book.report(claim)
+
     def compare(name: str, statement: str, diff: np.ndarray, above: bool = True) -> None:
         iv = t_interval(diff)
-        claim = book.holds(name, statement, iv, iv.low > 0 if above else iv.high < 0,
-                           f"paired t-interval over {diff.size} seeds")
-        if name not in asserted:
-            book.report(claim)
+        settle(book.holds(name, statement, iv, iv.low > 0 if above else iv.high < 0,
+                          f"paired t-interval over {diff.size} seeds"))
 
     on_policy = {m: final_errors(frame, fidelity, "top-p (full report)", m, 0) for m in METHODS}
     gap = max(float(np.abs(on_policy[m] - on_policy["PG"]).max()) for m in ("TIS", "DPPO", "VESPO"))
-    claim = book.exact("sanity-on-policy-equal", "sanity check: on-policy, TIS, DPPO and VESPO give PG's final "
-                       "error (ratios are 1)", gap, gap < 1e-6, "max |error − PG's| over seeds")
-    if "sanity-on-policy-equal" not in asserted:
-        book.report(claim)
+    settle(book.exact("sanity-on-policy-equal", "sanity check: on-policy, TIS, DPPO and VESPO give PG's final "
+                      "error (ratios are 1)", gap, gap < 1e-6, "max |error − PG's| over seeds"))
     budget = f["D"] - max(f["strengths"]["drop admission"])
     schedule = DelaySchedule("uniform", D=f["D"], admission="drop", budget=budget)
     expected = np.mean([schedule.delay(t, base_seed) > budget for t in range(f["steps"])])
     logged = final_errors(frame, fidelity, "drop admission", "PG", max(f["strengths"]["drop admission"]),
                           "prompts_dropped_frac")
-    claim = book.close("sanity-dropped-fraction", f"sanity check: the logged fraction of prompts never learned from "
-                       f"is the fraction of steps with d_t > {budget} ({expected:.3f})", logged, expected, 1e-9)
-    if "sanity-dropped-fraction" not in asserted:
-        book.report(claim)
+    settle(book.close("sanity-dropped-fraction", f"sanity check: the logged fraction of prompts never learned from "
+                      f"is the fraction of steps with d_t > {budget} ({expected:.3f})", logged, expected, 1e-9))
     rows = []
     for panel, strengths in f["strengths"].items():
         top = max(strengths)
@@ -170,10 +168,9 @@ def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int =
             rows.append({"panel": panel, "strength": top, "method": m, "mean_diff": diff.mean()})
     for panel, strengths in f["strengths"].items():
         top = max(strengths)
-        slug = SLUGS[panel]
         for m in ("PG", "TIS"):
             diff = final_errors(frame, fidelity, panel, "DG", top) - final_errors(frame, fidelity, panel, m, top)
-            compare(f"dg-below-{m}-{slug}", f"{panel} at {top}: DG's final error is below {m}'s", diff, above=False)
+            compare(f"dg-below-{m}-{SLUGS[panel]}", f"{panel} at {top}: DG's final error is below {m}'s", diff, above=False)
     return pd.DataFrame(rows)
 
 
