@@ -26,7 +26,8 @@ import_plugins(plugins_from_env())
 FIDELITIES = ("quick", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped
-FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm")
+FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm",
+            "simulations.frictions2026")
 
 
 @dataclass(frozen=True)

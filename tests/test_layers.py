@@ -15,9 +15,18 @@ LAYER = {"core": 0, "estimators": 1, "advantages": 1, "controllers": 1, "frictio
 FILES = sorted(ROOT.rglob("*.py"))
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under ``if TYPE_CHECKING:`` (annotations only, never executed)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
 def _imports(path: pathlib.Path) -> list[str]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.append(node.module)
         elif isinstance(node, ast.Import):

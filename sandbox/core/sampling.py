@@ -4,7 +4,10 @@ At every position the actor turns the policy's logits z into the distribution it
 
     z → z / τ → logits hook (frictions) → log-softmax → (1 − ε)·p + ε/V → probability hook (frictions)
 
-and records the log-probability of the drawn token under exactly that distribution. The same
+and records the log-probability of the drawn token under exactly that distribution — unless a
+friction makes the actor *report* another one (an engine that samples top-p but reports the full
+softmax): ``report_hook`` maps the same (1 − ε)·p + ε/V to the reported distribution, and the
+``reporting()`` twin of a chain returns the reported log-probs with the sampled probabilities. The same
 ``SamplingChain`` scores given tokens teacher-forced (``logp``), so a policy's sampler and its
 teacher-forced twin cannot disagree, and ``draw`` is the one inverse-CDF draw.
 """
@@ -12,7 +15,7 @@ teacher-forced twin cannot disagree, and ``draw`` is the one inverse-CDF draw.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -25,12 +28,18 @@ Hook = Callable[[Tensor], Tensor]
 @dataclass(frozen=True)
 class SamplingChain:
     """Temperature τ, a logits hook, ε-mixing with the uniform distribution over the last axis and a
-    probability hook; the identity chain is the policy itself (τ = 1, no hooks, ε = 0)."""
+    probability hook; the identity chain is the policy itself (τ = 1, no hooks, ε = 0).
+
+    ``report_hook`` (None: the actor reports what it samples) gives the reported distribution from
+    the probabilities before ``probs_hook``; with ``reported=True`` (see ``reporting``) the
+    log-probs ``distribution`` returns are the reported ones, its probabilities still the sampled ones."""
 
     temperature: float = 1.0
     logits_hook: Hook | None = None
     eps: float = 0.0
     probs_hook: Hook | None = None
+    report_hook: Hook | None = None
+    reported: bool = False
 
     def __post_init__(self) -> None:
         check_range("temperature", self.temperature, low=0.0, low_open=True)
@@ -38,7 +47,7 @@ class SamplingChain:
 
     @property
     def transforms_probs(self) -> bool:
-        return self.eps > 0 or self.probs_hook is not None
+        return self.eps > 0 or self.probs_hook is not None or (self.reported and self.report_hook is not None)
 
     def distribution(self, logits: Tensor) -> tuple[Tensor, Tensor]:
         """``(log_probs, probs)`` over the last axis of ``logits [..., V]``."""
@@ -51,10 +60,23 @@ class SamplingChain:
         if self.transforms_probs:
             if self.eps > 0:
                 probs = (1 - self.eps) * probs + self.eps / logits.shape[-1]
+            mixed = probs
             if self.probs_hook is not None:
-                probs = self.probs_hook(probs)
+                probs = self.probs_hook(mixed)
             log_probs = torch.log(probs)
+            if self.reported and self.report_hook is not None:
+                log_probs = torch.log(self.report_hook(mixed))
         return log_probs, probs
+
+    @property
+    def reports_sampled(self) -> bool:
+        """True when the reported log-probs are those of the sampled distribution."""
+        return self.report_hook is None
+
+    def reporting(self) -> SamplingChain:
+        """The twin whose ``distribution`` returns the *reported* log-probs (same probabilities, so
+        the same draws from the same uniforms)."""
+        return replace(self, reported=True)
 
     def logp(self, logits: Tensor, actions: Tensor) -> Tensor:
         """Teacher-forced log-probs of ``actions [...]`` under the chain, from ``logits [..., V]``."""

@@ -40,8 +40,10 @@ def mixture_true_logp(actions: Tensor, forced: Tensor, rate: float, policy_logp)
     is_forced = (actions == forced).all(-1)
     forced_term = torch.where(is_forced, torch.full_like(row, math.log(rate)), torch.full_like(row, -math.inf))
     mix = torch.logaddexp(forced_term, math.log1p(-rate) + row) if rate < 1 else forced_term
-    out = tok.clone()
-    out[..., 0] = out[..., 0] + (mix - row)
+    # a row the policy cannot produce (a truncated sampler: Π_t π = 0) carries the whole mixture on its first token
+    possible = torch.isfinite(row)
+    out = torch.where(possible.unsqueeze(-1), tok, torch.zeros_like(tok))
+    out[..., 0] = out[..., 0] + (mix - torch.where(possible, row, torch.zeros_like(row)))
     return out
 
 

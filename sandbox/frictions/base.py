@@ -3,6 +3,7 @@
 A friction never edits an environment or a policy: the actor calls its hooks while sampling.
 
     params → actor_params → logits → actor_logits → probs → actor_probs → sample
+                                                      probs → actor_reported_probs → reported μ
            → override (replace rows: landmine, rare discovery) → reward (corruption)
 
 Each friction is a frozen dataclass with a *strength* field that sweeps can vary; strength 0 is
@@ -73,6 +74,9 @@ class Friction:
     kind: ClassVar[str] = "actor"
     #: frictions that replace whole rows (``override``) and so cannot be enumerated exactly
     replaces_rows: ClassVar[bool] = False
+    #: frictions that continue a sequence with newer weights: the actor calls their ``sample`` with a
+    #: version → parameters lookup instead of the task's sampler (``sandbox.frictions.partial``)
+    resumes_versions: ClassVar[bool] = False
 
     @property
     def active(self) -> bool:
@@ -87,6 +91,18 @@ class Friction:
 
     def actor_probs(self, probs: Tensor, ctx: FrictionContext) -> Tensor:
         return probs
+
+    def actor_reported_probs(self, probs: Tensor, ctx: FrictionContext) -> Tensor:
+        """The distribution the actor *reports* for ``probs`` (default: the one it samples,
+        ``actor_probs``); a friction whose engine samples one distribution but reports another
+        overrides it (e.g. top-p sampling that reports the full softmax) and ``reports_sampled``."""
+        return self.actor_probs(probs, ctx)
+
+    @property
+    def reports_sampled(self) -> bool:
+        """False when ``actor_reported_probs`` differs from ``actor_probs`` (the actor then reports
+        another distribution than it samples)."""
+        return True
 
     def override(self, sample: Sample, ctx: FrictionContext, generator: torch.Generator,
                  policy_logp: LogpFn | None) -> tuple[Sample, Tensor | None]:
@@ -143,18 +159,26 @@ class FrictionStack:
             probs = f.actor_probs(probs, ctx)
         return probs
 
+    def actor_reported_probs(self, probs, ctx):
+        for f in self.frictions:
+            probs = f.actor_reported_probs(probs, ctx)
+        return probs
+
     def _overrides(self, hook: str) -> bool:
         return any(getattr(type(f), hook) is not getattr(Friction, hook) for f in self.frictions)
 
     def sampling_chain(self, ctx: FrictionContext | None, generator: torch.Generator, temperature: float = 1.0,
                        eps: float = 0.0) -> SamplingChain:
         """The actor's per-position distribution (``sandbox.core.sampling``) with this stack's
-        ``actor_logits`` and ``actor_probs`` hooks; a hook no friction overrides is left out, so
-        a stack without them is the policy itself, bit for bit."""
+        ``actor_logits`` and ``actor_probs`` hooks (and ``actor_reported_probs`` as the report hook
+        when a friction does not report what it samples); a hook no friction overrides is left
+        out, so a stack without them is the policy itself, bit for bit."""
         return SamplingChain(
             temperature=temperature, eps=eps,
             logits_hook=(lambda z: self.actor_logits(z, ctx, generator)) if self._overrides("actor_logits") else None,
             probs_hook=(lambda p: self.actor_probs(p, ctx)) if self._overrides("actor_probs") else None,
+            report_hook=None if all(f.reports_sampled for f in self.frictions)
+            else (lambda p: self.actor_reported_probs(p, ctx)),
         )
 
     def override(self, sample, ctx, generator, policy_logp: LogpFn | None = None):

@@ -12,30 +12,61 @@ action of every context with its weight μ/n (no sampling, so no row overrides o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 
 from sandbox.core.rollout import Rollout
 from sandbox.frictions.base import FrictionStack, Sample
-from sandbox.tasks.base import Task
+from sandbox.tasks.base import PolicySample, Task
+
+#: the parameters of a held version (the loop's parameter history)
+VersionLookup = Callable[[int], Sequence[Tensor]]
 
 
 def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator: torch.Generator,
-            seed: int) -> Rollout:
+            seed: int, params_of: VersionLookup | None = None, latest: int | None = None) -> Rollout:
     """Sample one batch of ``task`` (under its friction stack) with the actor's (possibly stale)
-    parameters, stamped ``version``; ``seed`` is the run's (for per-run friction draws)."""
+    parameters, stamped ``version``; ``seed`` is the run's (for per-run friction draws).
+
+    ``params_of(v)`` gives the parameters of any held version v ≤ ``latest`` (the newest): frictions
+    that resume a sequence with newer weights (``resumes_versions``) need both. When a friction
+    makes the actor report another distribution than it samples, the reported log-probs come from
+    the chain's ``reporting()`` twin replayed from the same generator state (the same uniforms and
+    friction noise, so the same tokens: checked)."""
     frictions = task.frictions
     if task.enumerates:
         return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
     batch = task.draw_batch(generator)
     ctx = task.friction_context(batch, seed)
+    resumer = next((f for f in frictions.frictions if f.resumes_versions), None)
     with torch.no_grad():
         params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
         chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
-        drawn = task.sample(params, batch, chain, generator)
-        sample, replaced = frictions.override(Sample(drawn.actions, drawn.logp, drawn.logp), ctx, generator,
+        replay = None if chain.reports_sampled else torch.Generator().set_state(generator.get_state())
+        if resumer is None:
+            drawn = task.sample(params, batch, chain, generator)
+            versions = torch.full(drawn.actions.shape, int(version), dtype=torch.long)
+        else:
+            if params_of is None or latest is None:
+                raise ValueError(f"friction {resumer.name!r} resumes sequences with newer weights: the actor needs "
+                                 "params_of and latest (the simulated loop with history='params')")
+            *drawn, versions = resumer.sample(task, batch, chain, generator, version, latest,
+                                              lambda v: frictions.actor_params(list(params_of(v)), ctx))
+            drawn = PolicySample(*drawn)
+        reported = drawn.logp
+        if replay is not None:
+            if resumer is not None:
+                raise ValueError(f"friction {resumer.name!r} does not compose with frictions that report another "
+                                 "distribution than they sample")
+            twin = frictions.sampling_chain(ctx, replay, task.temperature, task.eps_mix).reporting()
+            again = task.sample(params, batch, twin, replay)
+            if not torch.equal(again.actions, drawn.actions):
+                raise RuntimeError("the reporting replay drew other tokens than the sampler")
+            reported = again.logp
+        sample, replaced = frictions.override(Sample(drawn.actions, reported, drawn.logp), ctx, generator,
                                               policy_logp=drawn.logp_of)
         rewards = task.reward(batch, sample.actions, generator)
         rewards = frictions.reward(rewards, sample, ctx, generator, replaced)
@@ -51,7 +82,7 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
         true_behavior_logp=torch.where(mask, sample.true_logp, zero),
         rewards=rewards,
         group=batch.group,
-        version=torch.full(sample.actions.shape, int(version), dtype=torch.long, device=sample.actions.device),
+        version=versions.to(sample.actions.device),
         extras=extras,
     )
 
@@ -68,16 +99,20 @@ def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequen
     with torch.no_grad():
         params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
         chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
-        mu = chain.distribution(task.logits(params, batch.obs))[1]  # [S, n, K]
+        logits = task.logits(params, batch.obs)
+        mu = chain.distribution(logits)[1]  # [S, n, K]
+        reported = None if chain.reports_sampled else chain.reporting().distribution(logits)[0]
     S, n, K = mu.shape
     # actions whose probability underflows to 0 carry weight 0: keep their log-prob finite
-    log_mu = torch.log(mu.clamp(min=torch.finfo(mu.dtype).tiny)).reshape(S, n * K, 1)
+    tiny = torch.finfo(mu.dtype).tiny
+    log_mu = torch.log(mu.clamp(min=tiny)).reshape(S, n * K, 1)
+    reported = log_mu if reported is None else reported.clamp(min=math.log(tiny)).reshape(S, n * K, 1)
     labels = task.labels(batch.obs)
     return Rollout(
         obs=batch.obs.repeat_interleave(K, dim=-1),
         actions=torch.arange(K).repeat(n).expand(S, n * K).unsqueeze(-1),
         mask=torch.ones(S, n * K, 1, dtype=torch.bool),
-        behavior_logp=log_mu,
+        behavior_logp=reported,
         true_behavior_logp=log_mu,
         rewards=task.reward_table(batch.obs).to(mu.dtype).reshape(S, n * K),
         group=torch.arange(n).repeat_interleave(K),

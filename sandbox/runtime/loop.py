@@ -81,6 +81,7 @@ class ActorLearner:
         self.diverged = torch.zeros(self.population, dtype=torch.bool)
         self._previous_grad: Tensor | None = None  # raw estimator gradient of the last step
         self._previous_update: Tensor | None = None  # last applied update (after controllers)
+        self._admission = (torch.zeros(self.population, dtype=torch.float64), 0)  # Σ dropped fractions, steps
         self.rows: list[pd.DataFrame] = []  # logged rows so far
         self.pending: dict[str, Tensor] = {}  # metrics of the last update, logged at the next logged step
         self.next_step, self.elapsed = 0, 0.0
@@ -94,9 +95,9 @@ class ActorLearner:
             self.queue.fill(0, self._sample_current)
 
     # ------------------------------------------------------------------ actor
-    def _sample(self, actor_params: Sequence[Tensor], step: int, version: int) -> Rollout:
+    def _sample(self, actor_params: Sequence[Tensor], step: int, version: int, **versions) -> Rollout:
         gen = derived_generator(self.config.seed, "rollout", step)
-        return collect(self.task, actor_params, version, gen, self.config.seed)
+        return collect(self.task, actor_params, version, gen, self.config.seed, **versions)
 
     def _sample_current(self, step: int) -> Rollout:
         return self._sample([p.detach() for p in self.params], step, step - self.schedule.delay(step, self.config.seed))
@@ -106,13 +107,24 @@ class ActorLearner:
         if self.queue is not None:
             return self.queue.pop(step)
         version = step - self.schedule.delay(step, self.config.seed)
-        return self._sample(self.history.get(version), step, version)
+        return self._sample(self.history.get(version), step, version, params_of=self.history.get, latest=step)
 
     # ------------------------------------------------------------------ learner
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
         S = self.population
         rollout = self._quarantine(rollout)
+        admitted, dropped = self.schedule.admit(rollout, step)
+        waiting = torch.zeros(S, dtype=torch.bool)
+        if dropped is not None:  # admission: a member with no admitted token waits (no optimiser step)
+            self._admission = (self._admission[0] + dropped, self._admission[1] + 1)
+            dropped_frac = self._admission[0] / self._admission[1]
+            waiting = ~admitted.mask.reshape(S, -1).any(-1)
+            if bool(waiting.all()):
+                return {"prompts_dropped_frac": dropped_frac}
+            # the waiting members' gradients are computed on their whole batch and not applied
+            keep = waiting.reshape(S, *([1] * (rollout.mask.ndim - 1)))
+            rollout = admitted.replace(mask=torch.where(keep, rollout.mask, admitted.mask))
         terms = learner_terms(self.task, self.params, rollout, self.advantage,
                               derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         out = self.task.objective(self.estimator, terms, rollout, self.params)
@@ -141,7 +153,9 @@ class ActorLearner:
 
         grads = unflatten_grads(flat, grads)
         lr_scale = torch.ones(S, dtype=flat.dtype)
-        skip = torch.zeros(S, dtype=torch.bool)
+        skip = waiting
+        if dropped is not None:
+            metrics["prompts_dropped_frac"] = dropped_frac
         for controller in self.controllers:
             ctrl = controller.step(grads, terms, metrics, population_shape=(S,))
             grads, lr_scale, skip = ctrl.grads, lr_scale * ctrl.lr_scale, skip | ctrl.skip
@@ -247,6 +261,7 @@ class ActorLearner:
             "controllers": [c.state_dict() for c in self.controllers],
             "active": self.active.clone(), "diverged": self.diverged.clone(),
             "previous_grad": self._previous_grad, "previous_update": self._previous_update,
+            "admission": self._admission,
             "history": None if self.history is None else self.history.state_dict(),
             "queue": None if self.queue is None else self.queue.state_dict(),
             "task_state": self.task.state_dict(),
@@ -262,6 +277,7 @@ class ActorLearner:
             controller.load_state_dict(saved)
         self.active, self.diverged = state["active"], state["diverged"]
         self._previous_grad, self._previous_update = state["previous_grad"], state["previous_update"]
+        self._admission = state.get("admission", self._admission)
         if state["history"] is not None:
             self.history.load_state_dict(state["history"])
         if state["queue"] is not None:

@@ -38,6 +38,7 @@ from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
+from sandbox.frictions.staleness import ADMISSIONS, DelaySchedule
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
@@ -64,6 +65,9 @@ class AsyncConfig:
         num_gpus_per_worker: GPUs reserved per worker.
         checkpoint_path, checkpoint_every: the learner's checkpoint (0 = never).
         max_restarts: how many worker deaths the run survives in total.
+        admission: 'pace' (admission control alone keeps staleness ≤ s) or, on top of it, 'drop' /
+            'mask' the rows / tokens staler than ``admission_budget`` at the learner
+            (``DelaySchedule.admit``: the fraction of prompts that never reach it is logged).
     """
 
     n_workers: int = 1
@@ -76,6 +80,8 @@ class AsyncConfig:
     checkpoint_path: str | None = None
     checkpoint_every: int = 0
     max_restarts: int = 10
+    admission: str = "pace"
+    admission_budget: int | None = None  # needed by 'drop' and 'mask', ≥ 0
 
     def __post_init__(self) -> None:
         check_range("n_workers", self.n_workers, low=1)
@@ -86,6 +92,11 @@ class AsyncConfig:
         check_range("num_gpus_per_worker", self.num_gpus_per_worker, low=0.0)
         check_range("checkpoint_every", self.checkpoint_every, low=0)
         check_range("max_restarts", self.max_restarts, low=0)
+        check_choice("admission", self.admission, ADMISSIONS)
+        if self.admission != "pace" and self.admission_budget is None:
+            raise ValueError(f"admission_budget must be an int ≥ 0 with admission={self.admission!r}, got None")
+        if self.admission_budget is not None:
+            check_range("admission_budget", self.admission_budget, low=0)
         if self.checkpoint_every and not self.checkpoint_path:
             raise ValueError("checkpoint_every > 0 needs checkpoint_path")
 
@@ -175,6 +186,8 @@ class AsyncRunner:
             self.learner.load_state_dict(state)
             self.learner.stats = AsyncStats(**state.get("async_stats", {}))
             log.info("resumed from %s at step %d", path, self.learner.next_step)
+        if async_config.admission != "pace":  # the learner drops or masks what is staler than the budget
+            self.learner.schedule = DelaySchedule(admission=async_config.admission, budget=async_config.admission_budget)
         s, k = async_config.max_staleness, async_config.broadcast_every
         if self.learner.history is None or self.learner.history.capacity < s + k + 1:
             history = ParameterHistory(s + k + 1)

@@ -41,7 +41,8 @@ from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
 def over_rows(chain: SamplingChain) -> SamplingChain:
     """The chain for logits ``[B, V]`` without a population axis (friction hooks expect ``[*P, B, V]``)."""
     lift = lambda hook: None if hook is None else (lambda x: hook(x.unsqueeze(0))[0])  # noqa: E731
-    return dataclasses.replace(chain, logits_hook=lift(chain.logits_hook), probs_hook=lift(chain.probs_hook))
+    return dataclasses.replace(chain, logits_hook=lift(chain.logits_hook), probs_hook=lift(chain.probs_hook),
+                               report_hook=lift(chain.report_hook))
 
 
 @register_task("hf_text")

@@ -21,7 +21,8 @@ BANDIT = {"N": 4, "K": 5, "batch_size": 4, "samples_per_context": 5, "population
 ZERO = {"landmine": {"p_bug": 0.0}, "logit_noise": {"sigma": 0.0}, "quantized": {"bits": 0},
         "eps_random": {"eps": 0.0}, "bernoulli_reward": {"p": 0.0}, "gaussian_reward": {"sigma": 0.0},
         "label_flip": {"p": 0.0}, "poison_token": {"penalty": 0.0}, "rare_discovery": {"p_disc": 0.0},
-        "precision_mismatch": {"sampler_dtype": "off"}}
+        "precision_mismatch": {"sampler_dtype": "off"}, "truncated_sampling": {"top_p": 1.0, "top_k": 0},
+        "partial_rollouts": {"chunks": 1}}
 
 
 def _run(frictions=(), **kw):

@@ -1,0 +1,182 @@
+"""frictions-2026: final error vs strength of the three frictions of issue 16 (truncated sampling
+reported as the full softmax, partial rollouts, dropping stale rollouts) for PG, TIS, DPPO, VESPO
+and DG on token reversal.
+
+Panels (strength 0 of each is its baseline run):
+- **top-p, full report**: the actor samples top-p and reports the full softmax log-prob (vLLM's
+  raw log-probs): the reported μ is off by the surviving mass; on-policy otherwise.
+- **partial rollouts**: under a uniform delay d_t ~ U{0..D}, each answer is sampled in k chunks,
+  from the version t − d_t up to the newest (AReaL/slime).
+- **drop admission**: under the same delay, rows staler than the budget b are dropped (AReaL's
+  staleness control); the fraction of prompts that never reach the learner is logged.
+
+Seeds: a base seed b gives the population seeds of one batched run (``base_seed``); the claims
+of the notebook were checked at base seeds 0, 1000 and 2000 (``claims`` is the one place they
+are stated, for the notebook and for that check).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.stats import Interval
+from sandbox.core.validation import check_choice
+from sandbox.frictions import DelaySchedule
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.sweep import Job
+from simulations import Figure, register_figure
+from simulations.sequences import _job, final
+
+METHODS: dict[str, dict] = {
+    "PG": {"estimator": "reinforce"},
+    "TIS": {"estimator": "tis"},
+    "DPPO": {"estimator": "dppo"},
+    "VESPO": {"estimator": "vespo"},
+    "DG": {"estimator": "dg", "estimator_kwargs": {"eta": 1.0}},
+}
+PANELS = {
+    "top-p (full report)": "1 − top_p",
+    "partial rollouts": "chunks k",
+    "drop admission": "D − budget",
+}
+SLUGS = {"top-p (full report)": "top-p", "partial rollouts": "partial", "drop admission": "drop"}
+SMALL = {"width": 16, "heads": 2, "layers": 1, "mlp": 32, "prompts_per_step": 4, "samples_per_prompt": 8}
+FIDELITY = {
+    "quick": {"H": 2, "V": 2, "seeds": 16, "steps": 80, "lr": 3e-3, "D": 4, "model": SMALL, "log_points": 5,
+              "strengths": {"top-p (full report)": (0, 0.3), "partial rollouts": (1, 2), "drop admission": (0, 4)}},
+    "full": {"H": 4, "V": 2, "seeds": 32, "steps": 400, "lr": 3e-3, "D": 4, "model": SMALL, "log_points": 10,
+             "strengths": {"top-p (full report)": (0, 0.1, 0.2, 0.4), "partial rollouts": (1, 2, 4),
+                           "drop admission": (0, 2, 3, 4)}},
+}
+
+
+def settings(panel: str, strength: float, D: int) -> dict:
+    """RunConfig fields of one panel at ``strength`` (its baseline at strength 0, chunks 1)."""
+    if panel == "top-p (full report)":
+        top_p = round(1.0 - float(strength), 6)
+        return {"frictions": (("truncated_sampling", {"top_p": top_p, "report": "full"}),)} if strength else {}
+    delay = {"kind": "uniform", "D": D}
+    if panel == "partial rollouts":
+        chunks = int(strength)
+        return {"staleness": delay, "frictions": (("partial_rollouts", {"chunks": chunks}),) if chunks > 1 else ()}
+    if panel == "drop admission":
+        return {"staleness": {**delay, "admission": "drop", "budget": D - int(strength)} if strength else delay}
+    raise ValueError(f"panel must be one of {list(PANELS)}, got {panel!r}")
+
+
+def setting(panel: str, strength: float, D: int) -> str:
+    """A name of the run a (panel, strength) is: the panels' baselines that are one run share it."""
+    check_choice("panel", panel, tuple(PANELS))
+    if panel == "top-p (full report)":
+        return f"top_p={1 - strength:g}" if strength else "on-policy"
+    if panel == "partial rollouts" and strength > 1:
+        return f"U{{0..{D}}}, chunks={int(strength)}"
+    if panel == "drop admission" and strength:
+        return f"U{{0..{D}}}, drop budget={D - int(strength)}"
+    return f"U{{0..{D}}}"
+
+
+def jobs(fidelity: str, base_seed: int = 0) -> list[Job]:
+    """One batched-population job per (method, setting): the baselines of the two delayed panels
+    are the same run, hence one job."""
+    check_choice("fidelity", fidelity, tuple(FIDELITY))
+    f = FIDELITY[fidelity]
+    task = {"H": f["H"], "V": f["V"], "population": f["seeds"], "eval_mode": "exact", **f["model"]}
+    out: dict[str, Job] = {}
+    for method, spec in METHODS.items():
+        for panel, strengths in f["strengths"].items():
+            for s in strengths:
+                config = RunConfig(task="reverse_copy", task_kwargs=task, lr=f["lr"], steps=f["steps"],
+                                   log_points=f["log_points"], seed=base_seed, label=method, **spec,
+                                   **settings(panel, s, f["D"]))
+                job = _job(config, {"method": method, "setting": setting(panel, s, f["D"]), "base_seed": base_seed})
+                out.setdefault(job.id, job)
+    return list(out.values())
+
+
+def final_errors(frame: pd.DataFrame, fidelity: str, panel: str, method: str, strength: float,
+                 column: str = "error") -> np.ndarray:
+    """Final ``column`` per seed of one (panel, method, strength); a diverged seed (NaN) counts as
+    its worst value, error 1."""
+    name = setting(panel, strength, FIDELITY[fidelity]["D"])
+    runs = frame[(frame.method == method) & (frame.setting == name)]
+    if runs.empty:
+        raise ValueError(f"no runs of {method} at {name!r} in the frame")
+    return final(runs, column).fillna(1.0).to_numpy()
+
+
+# ----------------------------------------------------------------------------- claims
+#: the claims that held at base seeds 0, 1000 and 2000 (paired t-intervals; quick: 16 seeds each,
+#: full: 32) and are asserted; every other comparison is reported with its interval (INFO).
+SANITY = {"sanity-on-policy-equal", "sanity-dropped-fraction"}
+ASSERTED = {
+    "quick": SANITY | {"top-p-raises-error-DG", "drop-raises-error-DPPO", "drop-raises-error-VESPO",
+                       "drop-raises-error-DG", "dg-below-PG-partial"},
+    "full": SANITY | {f"top-p-raises-error-{m}" for m in METHODS} | {"drop-raises-error-DG", "dg-below-PG-partial",
+                                                                    "dg-below-TIS-partial"},
+}
+
+
+def t_interval(values, confidence: float = 0.95) -> Interval:
+    """Student-t interval of the mean of ``values`` (paired differences over seeds)."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        raise ValueError(f"values must hold at least 2 seeds, got {x.size}")
+    mean, sem = float(x.mean()), float(stats.sem(x))
+    if sem == 0:
+        return Interval(mean, mean, mean, confidence)
+    low, high = stats.t.interval(confidence, x.size - 1, loc=mean, scale=sem)
+    return Interval(mean, float(low), float(high), confidence)
+
+
+def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int = 0) -> pd.DataFrame:
+    """Record the figure's claims in ``book`` (asserted: ``ASSERTED[fidelity]``; the rest reported)
+    and return the table of paired differences (strongest strength − strength 0, per method)."""
+    check_choice("fidelity", fidelity, tuple(FIDELITY))
+    f = FIDELITY[fidelity]
+    asserted = ASSERTED[fidelity]
+
+    def settle(claim) -> None:
+        if claim.name not in asserted:
+            book.report(claim)
+
+    def compare(name: str, statement: str, diff: np.ndarray, above: bool = True) -> None:
+        iv = t_interval(diff)
+        settle(book.holds(name, statement, iv, iv.low > 0 if above else iv.high < 0,
+                          f"paired t-interval over {diff.size} seeds"))
+
+    on_policy = {m: final_errors(frame, fidelity, "top-p (full report)", m, 0) for m in METHODS}
+    gap = max(float(np.abs(on_policy[m] - on_policy["PG"]).max()) for m in ("TIS", "DPPO", "VESPO"))
+    settle(book.exact("sanity-on-policy-equal", "sanity check: on-policy, TIS, DPPO and VESPO give PG's final "
+                      "error (ratios are 1)", gap, gap < 1e-6, "max |error − PG's| over seeds"))
+    budget = f["D"] - max(f["strengths"]["drop admission"])
+    schedule = DelaySchedule("uniform", D=f["D"], admission="drop", budget=budget)
+    expected = np.mean([schedule.delay(t, base_seed) > budget for t in range(f["steps"])])
+    logged = final_errors(frame, fidelity, "drop admission", "PG", max(f["strengths"]["drop admission"]),
+                          "prompts_dropped_frac")
+    settle(book.close("sanity-dropped-fraction", f"sanity check: the logged fraction of prompts never learned from "
+                      f"is the fraction of steps with d_t > {budget} ({expected:.3f})", logged, expected, 1e-9))
+    rows = []
+    for panel, strengths in f["strengths"].items():
+        top = max(strengths)
+        for m in METHODS:
+            diff = final_errors(frame, fidelity, panel, m, top) - final_errors(frame, fidelity, panel, m, min(strengths))
+            compare(f"{SLUGS[panel]}-raises-error-{m}", f"{panel} at {PANELS[panel]} = {top}: {m}'s final error rises", diff)
+            rows.append({"panel": panel, "strength": top, "method": m, "mean_diff": diff.mean()})
+    for panel, strengths in f["strengths"].items():
+        top = max(strengths)
+        for m in ("PG", "TIS"):
+            diff = final_errors(frame, fidelity, panel, "DG", top) - final_errors(frame, fidelity, panel, m, top)
+            compare(f"dg-below-{m}-{SLUGS[panel]}", f"{panel} at {top}: DG's final error is below {m}'s", diff, above=False)
+    return pd.DataFrame(rows)
+
+
+register_figure(Figure("frictions-2026", "sequences",
+                       "Final error vs strength of truncated sampling, partial rollouts and drop admission",
+                       jobs, "notebooks/frictions_2026.py"))
+
+__all__ = ["ASSERTED", "FIDELITY", "METHODS", "PANELS", "claims", "final_errors", "jobs", "setting", "settings",
+           "t_interval"]
