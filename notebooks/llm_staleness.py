@@ -115,14 +115,19 @@ eq = equivalence.iloc[0]
 book.exact("staleness-0-equals-sync",
            f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({int(eq.values_compared)} logged numbers; value: max |difference|)",
            eq.max_abs_diff, bool(eq.max_abs_diff == 0.0 and eq.same_shape), kind="sanity")
-book.greater("dg-late-reward-beats-reinforce", f"at s = {s_max}, DG's late reward exceeds REINFORCE's",
-             late("DG", s_max), late("REINFORCE", s_max))
-book.less("dg-drawdown-below-reinforce", f"at s = {s_max}, DG's drawdown is smaller than REINFORCE's (REINFORCE collapses)",
-          drawdown("DG", s_max), drawdown("REINFORCE", s_max))
-book.above("reinforce-collapses", f"at s = {s_max}, REINFORCE falls by more than 0.15 from its best", drawdown("REINFORCE", s_max), 0.15)
+# At quick fidelity (3 seeds, all the CPU suite affords for a Ray LM run) a t-interval valid at that
+# count is too wide to settle these comparisons, so they are reported there and asserted at full
+# fidelity (8 seeds). The choice depends on the seed count only, never on the outcome.
+settle = book.report if fidelity == "quick" else (lambda claim: claim)
+settle(book.greater("dg-late-reward-beats-reinforce", f"at s = {s_max}, DG's late reward exceeds REINFORCE's",
+                    late("DG", s_max), late("REINFORCE", s_max)))
+settle(book.less("dg-drawdown-below-reinforce", f"at s = {s_max}, DG's drawdown is smaller than REINFORCE's (REINFORCE "
+                 "collapses)", drawdown("DG", s_max), drawdown("REINFORCE", s_max)))
+settle(book.above("reinforce-collapses", f"at s = {s_max}, REINFORCE falls by more than 0.15 from its best",
+                  drawdown("REINFORCE", s_max), 0.15))
 if 0 in levels:
-    book.less("reinforce-degrades-with-staleness", f"REINFORCE's late reward is lower at s = {s_max} than at s = 0",
-              late("REINFORCE", s_max), late("REINFORCE", 0))
+    settle(book.less("reinforce-degrades-with-staleness", f"REINFORCE's late reward is lower at s = {s_max} than at s = 0",
+                     late("REINFORCE", s_max), late("REINFORCE", 0)))
 worst = bounded.staleness_max.max()
 book.exact("bounded-respects-budget", f"bounded mode: no token is more than {s_max} versions stale (value: the worst)",
            worst, bool(worst <= s_max), kind="sanity")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.loop import train
+from sandbox.runtime.loop import metrics_only, train
 from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
 from sandbox.runtime.sweep import Job
 from simulations import Figure, methods, register_figure
@@ -57,7 +57,8 @@ def sync_equivalence(config: dict) -> pd.DataFrame:
     ensure_ray()
     sync = train(cfg)
     real = train_async(cfg, AsyncConfig(n_workers=2, max_staleness=0))
-    columns = [c for c in sync.columns if c not in ("wall_time", "run_id", "label")]
+    sync, real = metrics_only(sync), metrics_only(real)
+    columns = [c for c in sync.columns if pd.api.types.is_numeric_dtype(sync[c])]
     a = sync[columns].to_numpy(dtype=float)
     b = real[columns].to_numpy(dtype=float)
     both_nan = np.isnan(a) & np.isnan(b)

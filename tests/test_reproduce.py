@@ -58,5 +58,7 @@ def test_cli_base_seed_option(capsys):
 
     assert build_parser().parse_args(["reproduce", "gate", "--base-seed", "2"]).base_seed == 2
     assert build_parser().parse_args(["reproduce", "gate"]).base_seed == 0
-    assert main(["reproduce", "gate", "--base-seed", "-1"]) == 2
-    assert "base_seed must be an integer ≥ 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["reproduce", "gate", "--base-seed", "-1"])
+    assert exit_.value.code == 2
+    assert "--base-seed: must be an integer ≥ 0" in capsys.readouterr().err

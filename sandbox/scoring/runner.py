@@ -9,6 +9,7 @@ Interrupted runs resume (finished jobs are never recomputed; writes are atomic).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -99,6 +100,7 @@ def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
     rec = Recipe(**{**recipe, "controllers": tuple(tuple(c) for c in recipe["controllers"])})
     fields = {**cell["run"], **rec.run_fields()}
     batched = cell.get("batched", True)
+    fields = _per_context_fallback(fields)
     configs = [RunConfig.from_dict({**fields, "seed": seed if batched else seed + s,
                                     "task_kwargs": {**fields.get("task_kwargs", {}), "population": seeds if batched else 1}})
                for s in range(1 if batched else seeds)]
@@ -119,6 +121,25 @@ def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
             "diverged": last["diverged"].to_numpy(dtype=bool) | ~last[metric].map(math.isfinite).to_numpy(dtype=bool),
             "steps": last["completed_steps"].to_numpy()}))
     return pd.concat(frames, ignore_index=True)
+
+
+def _per_context_fallback(fields: dict) -> dict:
+    """A recipe whose baseline comes from the other samples of a group (VCPO's min-variance) on a
+    cell that draws one sample per context (MNIST) would learn nothing — the learner refuses it —
+    so there it takes the task's default baseline instead (MNIST: Σπ², as the MNIST figures' VCPO)."""
+    from sandbox.advantages import make_advantage
+    from sandbox.tasks import TASKS, load_tasks
+
+    if fields.get("advantage") is None:
+        return fields
+    if not make_advantage(fields["advantage"], **fields.get("advantage_kwargs", {})).baseline_from_group:
+        return fields
+    load_tasks()
+    task = TASKS.get(fields["task"])
+    knobs = {f.name: f.default for f in dataclasses.fields(task)} | fields.get("task_kwargs", {})
+    if knobs.get("samples_per_context") != 1:
+        return fields
+    return {**fields, "advantage": task.default_advantage, "advantage_kwargs": {}}
 
 
 def default_store(results: str | Path | None = None) -> ResultsStore:
