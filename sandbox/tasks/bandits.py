@@ -29,7 +29,7 @@ class Bandit(CategoricalTask):
     context, every action, weighted by μ); baselines must then be ``constant`` or ``confidence``.
     """
 
-    default_lr = 0.1  # Adam on tabular logits: a K = 10 bandit is solved in ~100 steps
+    default_lr = 0.1  # Adam on tabular logits: K = 10 reaches error 0.002 in 200 steps (1e-3 stayed at 0.86)
 
     N: int = 1  # contexts
     K: int = 10  # arms
