@@ -290,7 +290,9 @@ def add_run_parser(sub) -> None:
 
 def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("names", nargs="*", help="figures or groups (theory, mnist, sequences, llm); all if none")
-    q.add_argument("--fidelity", choices=["quick", "full"], default="quick")
+    q.add_argument("--fidelity", choices=["quick", "paper", "full"], default="quick",
+                   help="quick: minutes (the test suite's); paper: the papers' settings, ≤ 2 h on 2 cores; "
+                        "full: the complete grid, for a Ray cluster or a GPU")
     q.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
                    help="results folder (one parquet file per job)")
     q.add_argument("--workers", type=int_at_least(1), default=None, help="parallel processes (default: CPU count)")
@@ -313,8 +315,8 @@ def add_reproduce_parser(sub) -> None:
     p = sub.add_parser("reproduce", help="sweeps + notebooks: write the figures and check every claim")
     sweep_options(p)
     p.add_argument("--figures", default=None,
-                   help="output folder (default: $SANDBOX_FIGURES, else figures/quick at quick fidelity — git-ignored — "
-                        "and paper_figures at full fidelity)")
+                   help="output folder (default: $SANDBOX_FIGURES, else figures/quick at quick fidelity and "
+                        "figures/full at full — git-ignored — and paper_figures, with CLAIMS.md, at paper fidelity)")
     p.add_argument("--rerun", action="store_true", help="execute notebooks even when their inputs did not change")
     p.add_argument("--base-seed", type=int_at_least(0), default=0,
                    help="offset of every job's seed (K moves seeds by K·1000: an independent replication)")

@@ -9,8 +9,11 @@ A notebook whose inputs did not change is not executed again: its execution is k
 (notebook source, its jobs' ids and stored results, fidelity and the other ``SANDBOX_*`` settings
 it receives), and a rerun with the same key reuses its recorded claims and figure files.
 
-Quick fidelity writes to ``figures/quick/`` (git-ignored) and full fidelity to ``paper_figures/``
-(committed), so a quick check never overwrites the paper's figures.
+Quick fidelity writes to ``figures/quick/`` (git-ignored), paper fidelity to ``paper_figures/``
+(committed, with ``CLAIMS.md``), full fidelity (the complete grid, for a cluster) to
+``figures/full/``: a quick check never overwrites the paper's figures. Before any notebook runs,
+the jobs of every selected figure run as one sweep (one progress bar: jobs done, time left; the
+workers stay busy across figures).
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ from tqdm.auto import tqdm
 
 from sandbox.analysis.claims import Claim, format_claims, load_claims
 from sandbox.analysis.store import ResultsStore
+from sandbox.claims_file import write_claims_file
 from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
 log = logging.getLogger(__name__)
 
 #: where each fidelity's figures go unless ``--figures`` / ``$SANDBOX_FIGURES`` says otherwise
-FIGURES_DIRS = {"quick": Path("figures") / "quick", "full": Path("paper_figures")}
+FIGURES_DIRS = {"quick": Path("figures") / "quick", "paper": Path("paper_figures"), "full": Path("figures") / "full"}
+#: the fidelities whose run writes ``CLAIMS.md`` beside its figures
+CLAIMS_FILE_FIDELITIES = ("paper",)
 #: settings a notebook receives that name places, not inputs: left out of its execution key
 PLACES = ("SANDBOX_RESULTS", "SANDBOX_FIGURES", "SANDBOX_CLAIMS", "SANDBOX_WORKERS")
 
@@ -100,6 +106,7 @@ class FigureOutcome:
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False  # the notebook's inputs had not changed: its recorded outcome was reused
+    record: dict = field(default_factory=dict)  # what its execution recorded (times, note, commit)
 
     @property
     def ok(self) -> bool:
@@ -113,7 +120,7 @@ class FigureOutcome:
 
 
 def default_figures_dir(fidelity: str) -> Path:
-    """``$SANDBOX_FIGURES`` if set, else ``figures/quick`` (quick) or ``paper_figures`` (full)."""
+    """``$SANDBOX_FIGURES`` if set, else ``figures/quick``, ``paper_figures`` (paper) or ``figures/full``."""
     if fidelity not in FIGURES_DIRS:
         raise ValueError(f"fidelity must be one of {list(FIGURES_DIRS)}, got {fidelity!r}")
     return Path(os.environ.get("SANDBOX_FIGURES") or FIGURES_DIRS[fidelity])
@@ -192,6 +199,33 @@ def execute_notebook(source: Path, output: Path | None, env: dict[str, str], tim
         raise err
 
 
+def job_seconds(jobs: Sequence[Job], store: ResultsStore) -> float:
+    """Compute time of ``jobs``: the sum of the seconds each stored result records (0 where a
+    result predates that record)."""
+    return sum(float(store.metadata(j.id).get("seconds", 0.0)) for j in unique_jobs(jobs))
+
+
+def figure_note(claims_path: Path) -> str:
+    """The footer its notebook's ``save_figure`` wrote beside the claims (seeds, steps, data), if any."""
+    path = Path(claims_path).with_suffix(".note.txt")
+    return path.read_text().strip() if path.is_file() else ""
+
+
+def code_commit() -> str:
+    """The git commit of the checkout (with ``+dirty`` if it has uncommitted changes), or ''."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
 def notebook_key(source: Path, jobs: Sequence[Job], store: ResultsStore, env: dict[str, str]) -> str:
     """sha256 of the notebook source, its jobs' ids and stored results, and its non-place settings."""
     digest = hashlib.sha256(Path(source).read_bytes())
@@ -245,6 +279,10 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     results_dir = Path(results_dir)
     figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
+    all_jobs = {f.name: offset_seeds(f.jobs(fidelity), base_seed) for f in chosen}
+    if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
+        run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
+                  progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures")
     outcomes = []
     for figure in chosen:
         start = time.perf_counter()
@@ -253,7 +291,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json"
         record = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
         try:
-            jobs = offset_seeds(figure.jobs(fidelity), base_seed)
+            jobs = all_jobs[figure.name]
             report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
                                ray_address=ray_address, desc=figure.name)
             if not report.ok:
@@ -266,12 +304,18 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
             cached = None if rerun else _cached(record, key, claims_path, figures_dir)
             if cached is None:
                 claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
+                notebook_start = time.perf_counter()
                 output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
                 execute_notebook(source, output, env, progress=progress)
                 written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
                 record.parent.mkdir(parents=True, exist_ok=True)
-                record.write_text(json.dumps({"key": key, "files": written}))
+                record.write_text(json.dumps({
+                    "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
+                    "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
+                    "job_seconds": round(job_seconds(jobs, store), 1), "jobs": len(unique_jobs(jobs)),
+                    "note": figure_note(claims_path), "commit": code_commit(), "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
             outcome.cached = cached is not None
+            outcome.record = json.loads(record.read_text())
         except Exception as err:  # report and go on to the next figure
             outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
             log.error("figure %s failed: %s", figure.name, err)
@@ -279,7 +323,19 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         outcome.files = sorted(figures_dir.glob(f"{figure.name}.*"))
         outcome.seconds = time.perf_counter() - start
         outcomes.append(outcome)
+    if fidelity in CLAIMS_FILE_FIDELITIES:
+        write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir,
+                          published=registry.published() if hasattr(registry, "published") else None,
+                          command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
+                          base_seed=base_seed)
     return outcomes
+
+
+def reproduce_command(fidelity: str, workers: int | None, base_seed: int) -> str:
+    parts = ["sandbox reproduce", f"--fidelity {fidelity}"]
+    parts += [f"--workers {workers}"] if workers else []
+    parts += [f"--base-seed {base_seed}"] if base_seed else []
+    return " ".join(parts)
 
 
 def summary(outcomes: list[FigureOutcome], width: int = 120) -> str:

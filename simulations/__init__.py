@@ -23,7 +23,9 @@ from sandbox.runtime.sweep import Job, load_results, run_sweep
 # a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
 import_plugins(plugins_from_env())
 
-FIDELITIES = ("quick", "full")
+#: quick: the test suite's; paper: every figure at the papers' settings, pruned to ≤ 2 h on 2 cores
+#: (committed to paper_figures/ with CLAIMS.md); full: the complete grid, for a cluster or a GPU
+FIDELITIES = ("quick", "paper", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped
 FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm",

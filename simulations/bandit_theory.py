@@ -63,6 +63,7 @@ FIDELITY = {
              "delays": (0, 1, 4, 16, 64), "mc_batches": 1000, "cos_batches": 1000,
              "deltas": tuple(np.geomspace(0.3, 1e-5, 12).round(8))},
 }
+FIDELITY["paper"] = FIDELITY["full"]  # the papers' settings already fit the paper tier (~2 min): the same jobs
 
 
 # ----------------------------------------------------------------------------- gate

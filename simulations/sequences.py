@@ -75,6 +75,30 @@ FIDELITY = {
         "timing_pcts": (0.03, 0.1, 0.3, 1.0),
         "match_seeds": 5, "match_steps": 320, "match_methods": ("DG",),
     },
+    # the papers' H = 10, V = 2 everywhere, pruned to fit ≤ 2 h on 2 cores with the other families
+    # (README, "Paper fidelity"): 5 seeds (10 where a curve is compared with the reference or a
+    # baseline), 600–1000 steps (DG solves H = 10 in ~200, PG in ~600), PPO only where it differs from
+    # PG (one update per fresh batch makes its ratio 1), IS-PG left out of the friction panels
+    "paper": {
+        "seeds": 5, "batched_seeds": False, "eval": {"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10},
+        "log_points": 30, "H": 10, "steps": 600,
+        "large_eval": {"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10}, "large_log_points": 30,
+        # the reference launcher's evaluation and logging: PG's and DG's runs are reference-match's
+        "learning_H": 10, "learning_steps": 1000, "learning_seeds": 10, "learning_methods": ("PG", "PMPO", "DG"),
+        "learning_task": "match",
+        "scaling_H": (2, 4, 6, 8, 10), "scaling_V": (3, 4), "scaling_V_H": 4, "scaling_methods": ("PG", "DG"),
+        "scaling_steps": {2: 300, 4: 400, 6: 600, 8: 800, 10: 1000}, "threshold": 0.3,
+        "friction_methods": ("PG", "PMPO", "DG"), "friction_extra": {"staleness": ("VCPO", "GAC")},
+        "friction_steps": 600,
+        "strengths": {"staleness": (0, 4, 16), "actor bug": (0, 0.1, 0.3),
+                      "reward corruption": (0, 0.1, 0.3), "rare discovery": (0, 0.01, 0.03)},
+        "all_H": (4, 6, 8, 10), "all_methods": ("PG", "PPO", "PMPO", "DG"), "all_steps": {4: 800, 6: 800, 8: 800, 10: 800},
+        "all_strengths": {"staleness": 4, "actor bug": 0.1, "reward corruption": 0.1, "rare discovery": 0.02},
+        "solved": 0.2,
+        "kondo_pcts": (0.03, 0.1, 0.3, 1.0), "kondo_controls": (0.1, 0.3), "kondo_dg": False, "timing_H": 10,
+        "timing_reps": 20, "timing_pcts": (0.01, 0.03, 0.1, 0.3, 1.0),
+        "match_seeds": 20, "match_steps": 1000, "match_methods": ("DG", "PG"), "match_seeds_by_method": {"DG": 10},
+    },
     "full": {
         "seeds": 10, "batched_seeds": False, "eval": {"eval_mode": "sampled", "eval_prompts": 100, "eval_samples": 10},
         "log_points": 40, "H": 10, "steps": 5000,
@@ -170,8 +194,10 @@ def train_run(config: dict, meta: dict) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- figure job lists
 def learning_jobs(fidelity: str) -> list[Job]:
     f = FIDELITY[fidelity]
+    match = {"task": MATCH_TASK, "log_points": MATCH_LOG_POINTS} if f.get("learning_task") == "match" else {}
     return [j for m in f["learning_methods"]
-            for j in run_jobs(fidelity, m, H=f["learning_H"], steps=f["learning_steps"], seeds=f["learning_seeds"])]
+            for j in run_jobs(fidelity, m, H=f["learning_H"], steps=f["learning_steps"], seeds=f["learning_seeds"],
+                              **match)]
 
 
 def scaling_jobs(fidelity: str) -> list[Job]:
@@ -230,6 +256,7 @@ REFERENCE_METHODS = {"dg": "DG", "reinforce": "PG"}
 #: the launcher's evaluation: learner reward = mean reward of a fresh 10 × 10 batch of the current learner
 MATCH_TASK = {"eval_mode": "sampled", "eval_prompts": 10, "eval_samples": 10}
 MATCH_REWARD = 0.95
+MATCH_LOG_POINTS = 60
 
 
 def reference_curves(path: str | Path = REFERENCE_DATA) -> pd.DataFrame:
@@ -264,9 +291,10 @@ def match_jobs(fidelity: str) -> list[Job]:
     """The sandbox at the reference launcher's config: H = 10, V = 2, per-position reward, 10 × 10
     learner-reward evaluation; the fidelity's methods (DG at quick, DG and PG at full)."""
     f = FIDELITY[fidelity]
+    seeds = f.get("match_seeds_by_method", {})
     return [j for m in f["match_methods"]
-            for j in run_jobs(fidelity, m, H=10, steps=f["match_steps"], task=MATCH_TASK, seeds=f["match_seeds"],
-                              log_points=60)]
+            for j in run_jobs(fidelity, m, H=10, steps=f["match_steps"], task=MATCH_TASK,
+                              seeds=seeds.get(m, f["match_seeds"]), log_points=MATCH_LOG_POINTS)]
 
 
 # ----------------------------------------------------------------------------- Kondo compute

@@ -26,12 +26,13 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("P
 def test_quick_figures_never_overwrite_the_paper_figures(monkeypatch):
     monkeypatch.delenv("SANDBOX_FIGURES", raising=False)
     assert rep.default_figures_dir("quick") == Path("figures/quick")
-    assert rep.default_figures_dir("full") == Path("paper_figures")
+    assert rep.default_figures_dir("paper") == Path("paper_figures")
+    assert rep.default_figures_dir("full") == Path("figures/full")
     assert "/figures/" in (ROOT / ".gitignore").read_text().splitlines()
     monkeypatch.setenv("SANDBOX_FIGURES", "/tmp/elsewhere")
     assert rep.default_figures_dir("quick") == Path("/tmp/elsewhere")
     with pytest.raises(ValueError, match="fidelity must be one of"):
-        rep.default_figures_dir("paper")
+        rep.default_figures_dir("draft")
 
 
 def test_notebook_key_follows_source_results_and_settings_not_places(tmp_path):

@@ -90,6 +90,8 @@ def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: s
     if footer:
         # just below the figure (bbox_inches="tight" takes it in), clear of the axes' labels
         fig.text(0.995, -0.01, footer, ha="right", va="top", fontsize=6, color="0.4")
+    if footer and os.environ.get("SANDBOX_CLAIMS"):  # sandbox reproduce records it (seeds, steps, data)
+        Path(os.environ["SANDBOX_CLAIMS"]).with_suffix(".note.txt").write_text(footer + "\n")
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p, bbox_inches="tight")

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -31,17 +32,66 @@ DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
 
+#: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md):
+#: no job's code imports them (tests/reliability/test_store.py runs every kind of job and checks), so
+#: editing them leaves the numbers, and the stored results, valid
+PRESENTATION = ("cli.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py", "analysis/claims.py",
+                "analysis/plotting.py", "analysis/stats.py")
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> dict[str, str]:
     """The code this process runs: ``sandbox.__version__`` and sha256 over the package's ``.py``
-    files (relative path + bytes, in sorted order). Computed once per process (~100 files, ms)."""
-    import sandbox
-
-    package = Path(sandbox.__file__).resolve().parent
+    files but ``PRESENTATION`` (relative path + bytes, in sorted order). Computed once per process
+    (~100 files, ms)."""
+    package = _package()
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).as_posix() in PRESENTATION:
+            continue
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return {"version": sandbox.__version__, "source": digest.hexdigest()[:16]}
+    return {"version": sys.modules["sandbox"].__version__, "source": digest.hexdigest()[:16]}
+
+
+def _package() -> Path:
+    import sandbox
+
+    return Path(sys.modules["sandbox"].__file__).resolve().parent
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
+
+
+def job_code() -> dict:
+    """``code_version()`` plus the hash of every ``sandbox`` module this process has imported (the
+    code a job just run can have used; ``PRESENTATION`` left out). A stored result stays valid while
+    those files are unchanged, whatever else of the package was edited."""
+    package = _package()
+    modules = {}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if path.suffix == ".py" and path.is_relative_to(package):
+            rel = path.relative_to(package).as_posix()
+            if rel not in PRESENTATION:
+                modules[rel] = _file_hash(path)
+    return {**code_version(), "modules": dict(sorted(modules.items()))}
+
+
+def same_code(code: dict) -> bool:
+    """Whether a result's recorded ``code`` is this checkout's: the same package version and either
+    the same whole-package hash or the same bytes in every module the job had imported."""
+    current = code_version()
+    if code.get("version") != current["version"]:
+        return False
+    if code.get("source") == current["source"]:
+        return True
+    modules = code.get("modules")
+    package = _package()
+    return bool(modules) and all(_file_hash(package / rel) == h for rel, h in modules.items())
 
 
 def _digest(table: pa.Table) -> str:
@@ -73,11 +123,11 @@ class ResultsStore:
     def write(self, job_id: str, frame: pd.DataFrame, metadata: dict | None = None,
               code: dict | None = None) -> Path:
         """Atomically write ``frame`` with ``metadata`` (JSON), ``code`` (default: this process's
-        ``code_version()``) and their checksum in the parquet schema."""
+        ``job_code()``) and their checksum in the parquet schema."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta[_USER] = json.dumps(metadata or {}, sort_keys=True).encode()
-        meta[_CODE] = json.dumps(code or code_version(), sort_keys=True).encode()
+        meta[_CODE] = json.dumps(code or job_code(), sort_keys=True).encode()
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
         tmp = self.root / f".{job_id}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
@@ -119,7 +169,7 @@ class ResultsStore:
             code = json.loads(meta[_CODE])
         except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
             return None, "corrupt"
-        return table, "ok" if code == code_version() else "stale"
+        return table, "ok" if same_code(code) else "stale"
 
     def state(self, job_id: str) -> str:
         """'missing', 'corrupt', 'stale' (made by other code) or 'ok'; reads and verifies the file."""
@@ -143,7 +193,8 @@ class ResultsStore:
         return self._schema_json(job_id, _USER)
 
     def code(self, job_id: str) -> dict:
-        """The code that made a result: {'version', 'source'} ({} for results older than provenance)."""
+        """The code that made a result: {'version', 'source', 'modules'} ({} for results older than
+        provenance; no 'modules' for results older than per-module hashes)."""
         return self._schema_json(job_id, _CODE)
 
     def read_many(self, job_ids: Iterable[str]) -> pd.DataFrame:

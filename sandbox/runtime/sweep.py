@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from sandbox.analysis.store import ResultsStore, code_version
+from sandbox.analysis.store import ResultsStore, code_version, job_code
 from sandbox.core.validation import check_choice
 from sandbox.runtime.config import RunConfig, _freeze
 from sandbox.runtime.pool import LocalPool, import_plugins, plugins_from_env
@@ -130,18 +130,22 @@ def intra_op_threads(n: int):
 def _execute(job: Job, root: str) -> str | None:
     """Run one job and write its result (atomically) from this process; the error, if any."""
     try:
-        ResultsStore(root).write(job.id, job.run(), job.metadata)
+        start = time.perf_counter()
+        frame = job.run()
+        ResultsStore(root).write(job.id, frame, {**job.metadata, "seconds": round(time.perf_counter() - start, 3)})
         return None
     except Exception:  # one failing job must not stop the sweep
         return traceback.format_exc()
 
 
-def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None]:
+def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, float]:
     import_plugins(plugins)
+    start = time.perf_counter()
     try:
-        return job.run(), code_version(), None
+        frame = job.run()
+        return frame, job_code(), None, time.perf_counter() - start
     except Exception:
-        return None, code_version(), traceback.format_exc()
+        return None, job_code(), traceback.format_exc(), time.perf_counter() - start
 
 
 class _InProcess:
@@ -211,9 +215,9 @@ class _Ray:
         for ref in ready:
             job = self.refs.pop(ref)
             try:
-                frame, code, error = self.ray.get(ref)
+                frame, code, error, seconds = self.ray.get(ref)
                 if error is None:
-                    self.store.write(job.id, frame, job.metadata, code)
+                    self.store.write(job.id, frame, {**job.metadata, "seconds": round(seconds, 3)}, code)
             except Exception:  # the task's worker died twice, or the write failed
                 error = traceback.format_exc()
             events.append((job, True, error))
@@ -310,7 +314,8 @@ def _log_verdicts(report: SweepReport, store: ResultsStore) -> None:
     if stale:
         log.warning("%d stored result(s) were made by other code (now sandbox %s, source %s; e.g. %s: %s); "
                     "recomputing them (accept_stale_code=True keeps them): %s", len(stale), now["version"],
-                    now["source"], stale[0], store.code(stale[0]) or "no provenance", ", ".join(stale))
+                    now["source"], stale[0], {k: v for k, v in store.code(stale[0]).items() if k != "modules"} or "no provenance",
+                    ", ".join(stale))
     if report.accepted_stale:
         log.warning("keeping %d result(s) made by other code (accept_stale_code): %s",
                     len(report.accepted_stale), ", ".join(report.accepted_stale))

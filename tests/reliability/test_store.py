@@ -18,6 +18,8 @@ from sandbox.analysis import store as store_module
 from sandbox.analysis.store import HOST, ResultsStore, code_version
 from sandbox.runtime.sweep import Job, load_results, run_sweep
 
+ROOT = Path(__file__).resolve().parents[2]
+
 VALUE = 0.123456789
 
 
@@ -43,7 +45,10 @@ def test_results_carry_code_and_checksum_and_are_world_readable(tmp_path):
         os.umask(old)
     assert (store.path("j").stat().st_mode & 0o777) == 0o644
     assert store.state("j") == "ok" and store.read("j").equals(frame)
-    assert store.code("j") == code_version() == {"version": sandbox.__version__, "source": code_version()["source"]}
+    code = store.code("j")
+    assert {k: code[k] for k in ("version", "source")} == code_version() == {"version": sandbox.__version__,
+                                                                            "source": code_version()["source"]}
+    assert "analysis/store.py" in code["modules"]  # the modules the writing process had imported
     assert store.metadata("j") == {"fn": "f"}
     assert store.state("nothing") == "missing"
     store.write("nested", pd.DataFrame({"a": [[1, 2], [3]], "b": [{"x": 1}, {}]}))  # lists and structs
@@ -110,11 +115,12 @@ def test_results_of_other_code_are_recomputed_or_accepted_on_request(tmp_path, m
     run_sweep(jobs, store, workers=1, progress=False)
     edited = {"version": sandbox.__version__, "source": "0123456789abcdef"}
     monkeypatch.setattr(store_module, "code_version", lambda: edited)  # as if an estimator was edited
+    monkeypatch.setattr(store_module, "_file_hash", lambda path: "edited")  # ... every module of the jobs
     accepted = run_sweep(jobs, store, workers=1, progress=False, accept_stale_code=True)
     assert (accepted.skipped, accepted.computed, sorted(accepted.accepted_stale)) == (2, 0, sorted(j.id for j in jobs))
     report = run_sweep(jobs, store, workers=1, progress=False)
     assert report.computed == 2 and report.recomputed == {j.id: "stale" for j in jobs}
-    assert all(store.code(j.id) == edited for j in jobs)
+    assert all({k: v for k, v in store.code(j.id).items() if k != "modules"} == edited for j in jobs)
     assert run_sweep(jobs, store, workers=1, progress=False).skipped == 2
 
 
@@ -166,3 +172,79 @@ def test_bad_sweep_arguments(tmp_path):
         run_sweep(_jobs(1), store, plugins=["missing.py"])
     with pytest.raises(ValueError, match="job threads must be an integer >= 1"):
         Job("m:f", threads=0)
+
+
+def test_presentation_modules_are_left_out_of_the_code_hash_and_no_job_imports_them(tmp_path, monkeypatch):
+    """Editing a presentation module keeps stored results valid; that is sound only because no job's
+    code imports one: a training run (sampled, exact, screened, stale, with frictions), a sweep in
+    worker processes and every figure family's job functions leave them all unimported."""
+    from sandbox.analysis.store import PRESENTATION
+
+    package = tmp_path / "sandbox"
+    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    fake = type(sys)("sandbox")
+    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
+    monkeypatch.setitem(sys.modules, "sandbox", fake)
+    code_version.cache_clear()
+    try:
+        before = code_version()["source"]
+        for name in PRESENTATION:
+            assert (package / name).is_file(), name
+            with open(package / name, "a") as f:
+                f.write("\n# an edit\n")
+        code_version.cache_clear()
+        assert code_version()["source"] == before
+    finally:
+        monkeypatch.undo()
+        code_version.cache_clear()
+    modules = ["sandbox." + n.removesuffix(".py").replace("/", ".") for n in PRESENTATION]
+    script = f"""
+import sys
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.loop import train
+from sandbox.runtime import sweep, ray_async
+import sandbox.runtime.pool, sandbox.diagnostics, sandbox.controllers
+import simulations.bandit_theory, simulations.mnist, simulations.sequences, simulations.llm
+for cfg in (RunConfig(task="bandit", task_kwargs={{"K": 4, "batch_size": 8}}, steps=2, staleness={{"kind": "fixed", "D": 1}}),
+            RunConfig(task="bandit", task_kwargs={{"K": 4, "batch_size": 8, "mode": "exact"}}, advantage="constant", steps=2),
+            RunConfig(task="reverse_copy", task_kwargs={{"H": 2, "backward": "screened"}}, estimator="kondo", steps=2,
+                      frictions=(("landmine", {{"p_bug": 0.5}}),))):
+    train(cfg)
+leaked = [m for m in {modules!r} if m in sys.modules]
+assert not leaked, leaked
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_a_result_stays_valid_while_the_modules_its_job_imported_are_unchanged(tmp_path, monkeypatch):
+    """job_code() records a hash per imported sandbox module: an edit elsewhere in the package
+    keeps the result 'ok'; an edit of one of its modules makes it 'stale'."""
+    from sandbox.analysis.store import job_code
+
+    package = tmp_path / "sandbox"
+    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    fake = type(sys)("sandbox")
+    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
+    monkeypatch.setitem(sys.modules, "sandbox", fake)
+    code_version.cache_clear()
+    store = ResultsStore(tmp_path / "r")
+    try:
+        code = {**code_version(), "modules": {"core/rollout.py": store_module._file_hash(package / "core/rollout.py")}}
+        store.write("j", pd.DataFrame({"x": [1.0]}), {"fn": "f"}, code)
+        assert store.state("j") == "ok"
+        with open(package / "scoring" / "runner.py", "a") as f:  # not a module of this job
+            f.write("\n# an edit\n")
+        code_version.cache_clear()
+        assert code_version()["source"] != code["source"] and store.state("j") == "ok"
+        with open(package / "core" / "rollout.py", "a") as f:  # one of its modules
+            f.write("\n# an edit\n")
+        assert store.state("j") == "stale"
+        store.write("k", pd.DataFrame({"x": [1.0]}), {"fn": "f"}, {k: v for k, v in code.items() if k != "modules"})
+        assert store.state("k") == "stale"  # no per-module record: the whole-package hash decides
+    finally:
+        monkeypatch.undo()
+        code_version.cache_clear()
+    recorded = job_code()["modules"]
+    assert "core/rollout.py" in recorded and "reproduce.py" not in recorded

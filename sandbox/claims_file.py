@@ -1,0 +1,74 @@
+"""``CLAIMS.md``: every figure's claims at one fidelity, with how and when each figure was made.
+
+Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. It is rebuilt from
+what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``), so a
+run resumed after an interruption, or one that redraws a single figure, still lists them all.
+The registry module may publish ``published() -> {(figure, claim name): text}``: the papers'
+numbers set beside ours (the "published" column).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sandbox.analysis.claims import Claim, load_claims
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
+
+
+def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
+                    command: str = "", workers: int = 1, base_seed: int = 0) -> str:
+    """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``."""
+    results_dir = Path(results_dir)
+    published = published or {}
+    suffix = f".seed{base_seed}" if base_seed else ""
+    rows, claim_rows, total_jobs, total_notebooks, verdicts = [], [], 0.0, 0.0, dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
+    for figure in figures:
+        record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        claims = load_claims(results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json")
+        if not record:
+            rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | |")
+            continue
+        jobs_s, notebook_s = float(record.get("job_seconds", 0)), float(record.get("notebook_seconds", 0))
+        total_jobs += jobs_s
+        total_notebooks += notebook_s
+        rows.append(f"| `{figure.name}` | {_cell(record.get('note', ''))} | {record.get('jobs', '')} | "
+                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} |")
+        for c in claims:
+            verdicts[c.verdict] += 1
+            seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
+            claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
+                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(published.get((figure.name, c.name), ''))} |")
+    wall = (total_jobs / max(workers, 1) + total_notebooks)
+    head = [f"# Claims at {fidelity} fidelity", "",
+            f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
+            "a figure's row says the commit it was made at.", "",
+            f"**Totals:** {verdicts['PASS']} PASS, {verdicts['CHECK']} CHECK (sanity checks that passed), "
+            f"{verdicts['FAIL']} FAIL, {verdicts['INFO']} INFO (reported, not asserted). Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
+            f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time.", "",
+            "## Figures", "",
+            "| figure | seeds, steps, data | jobs | job compute | notebook | commit, finished |",
+            "|---|---|---|---|---|---|", *rows, "",
+            "## Claims", "",
+            "PASS / FAIL: an asserted claim about learning (*evidence*), with the interval valid at its seed "
+            "count; CHECK: a *sanity* check (an identity, true by construction) that passed; INFO: reported, "
+            "not asserted. A diverged seed counts as its metric's worst value. The published column is the "
+            "paper's own number or statement where it gives one.", "",
+            "| figure | claim | kind | value [interval] | seeds | test | verdict | published |",
+            "|---|---|---|---|---|---|---|---|", *claim_rows, ""]
+    return "\n".join(head)
+
+
+def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(claims_markdown(figures, fidelity, results_dir, **kwargs))
+    return path
