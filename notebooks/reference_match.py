@@ -28,22 +28,20 @@
 # that never gets there counts as the last step, its worst value). The seeds of each code are two
 # independent populations. Beside the ratio of medians we give Welch's 95% t-interval of the ratio
 # of geometric means of the steps; the claim passes when the ratio of medians lies in [1/1.5, 1.5]
-# and that interval reaches into the band (no significant departure from it). With five reference
-# seeds an *equivalence* interval (the whole 90% interval inside the band) is reported as well,
-# not asserted: the reference's own spread (its PG needs 280–900 steps) is too wide for it.
+# and that interval reaches into the band (no significant departure from it). Whether the whole
+# 90% interval lies inside the band (*equivalence*) is printed as well, not asserted: the
+# reference's own spread (its PG needs 209 steps to never) is too wide for it at these counts.
 #
-# **PG does not match within ×1.5.** Measured with 5 sandbox seeds (one batched job, 1000 steps) on
-# this config, the sandbox's PG reaches 0.95 in 286–497 steps (median 385) against the reference's
-# 250–803 (median 620): a ratio of medians of 0.62 (Welch 95% interval of the geometric-mean ratio
-# [0.43, 1.46]) — the sandbox's PG is faster, just outside the band, while DG matches (0.91, 0.97,
-# 0.99 at base seeds 0, 1, 2). We have not found the cause (the reference's "reinforce" is PPO with
-# clip 10⁹ on the sampler's recorded log-probs, which equals our token-level IS on policy), so the
-# PG claim is *reported* at full fidelity, not asserted.
+# **Seeds.** The reference's PG is slow and erratic: it reaches 0.95 anywhere from step 209 to
+# never (2 of 20 seeds by step 1000). Its first five seeds alone put its median at 620 steps, twenty
+# at 328 — so the reference data hold 20 PG seeds and 10 DG seeds, and the sandbox runs as many.
+# (Against the first five reference seeds the sandbox's PG seemed to need only 0.62× the
+# reference's steps; that was the reference's small sample, not a difference between the codes.)
 #
 # **Fidelity.** Quick (the test suite): DG only, 5 sandbox seeds (one batched job), 320 steps —
-# the reference's DG crosses 0.95 by step 250 in every seed, while its PG needs up to 900 steps,
-# beyond a quick budget. Full: DG and PG, 10 seeds (one job each), 1000 steps. The reference data
-# are the same at both fidelities (5 seeds per method, 1000 steps).
+# the reference's DG crosses 0.95 by step 250 in every seed, while its PG needs up to 1000 steps,
+# beyond a quick budget. Paper and full: DG (10 seeds) and PG (20 seeds), one job per seed, 1000
+# steps, both asserted. The reference data are the same at every fidelity.
 
 # %%
 import numpy as np
@@ -107,8 +105,6 @@ for m in methods:
         Interval(ratio, float(low), float(high)), 1 / FACTOR <= ratio <= FACTOR and low < FACTOR and high > 1 / FACTOR,
         f"ratio of medians in [1/{FACTOR}, {FACTOR}]; interval: Welch 95% t of the geometric-mean ratio "
         f"({len(a)} vs {len(b)} seeds) reaches the band")
-    if m == "PG":  # measured outside the band (see above): reported, not asserted
-        book.report(claim)
 print(pd.DataFrame(rows).to_string(index=False))
 print(book.table())
 book.check()

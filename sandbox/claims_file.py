@@ -3,20 +3,25 @@
 Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. It is rebuilt from
 what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``), so a
 run resumed after an interruption, or one that redraws a single figure, still lists them all.
-The registry module may publish ``published() -> {(figure, claim name): text}``: the papers'
-numbers set beside ours (the "published" column).
+The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
+papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``).
 """
 
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 from pathlib import Path
 
-from sandbox.analysis.claims import Claim, load_claims
+from sandbox.analysis.claims import load_claims
 
 
 def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _published(published: dict, figure: str, claim: str) -> str:
+    return next((text for (f, pattern), text in published.items() if f == figure and fnmatchcase(claim, pattern)), "")
 
 
 def _hours(seconds: float) -> str:
@@ -46,7 +51,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             verdicts[c.verdict] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
-                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(published.get((figure.name, c.name), ''))} |")
+                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(_published(published, figure.name, c.name))} |")
     wall = (total_jobs / max(workers, 1) + total_notebooks)
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "

@@ -105,3 +105,10 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     if not report.ok:
         raise RuntimeError(f"{len(report.failed)} job(s) of {name} failed:\n" + "\n".join(report.failed.values()))
     return load_results(jobs, store)
+
+
+def published() -> dict[tuple[str, str], str]:
+    """The papers' statements beside our claims, {(figure, claim-name pattern): text} (CLAIMS.md)."""
+    from simulations.paper_statements import published as statements
+
+    return statements()

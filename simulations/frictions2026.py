@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from sandbox.analysis.claims import ClaimBook
-from sandbox.analysis.stats import Interval
+from sandbox.analysis.stats import t_interval
 from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
 from sandbox.runtime.config import RunConfig
@@ -121,18 +120,6 @@ ASSERTED = {
                                                                     "dg-below-TIS-partial"},
 }
 ASSERTED["paper"] = ASSERTED["full"]
-
-
-def t_interval(values, confidence: float = 0.95) -> Interval:
-    """Student-t interval of the mean of ``values`` (paired differences over seeds)."""
-    x = np.asarray(values, dtype=float)
-    if x.size < 2:
-        raise ValueError(f"values must hold at least 2 seeds, got {x.size}")
-    mean, sem = float(x.mean()), float(stats.sem(x))
-    if sem == 0:
-        return Interval(mean, mean, mean, confidence)
-    low, high = stats.t.interval(confidence, x.size - 1, loc=mean, scale=sem)
-    return Interval(mean, float(low), float(high), confidence)
 
 
 def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int = 0) -> pd.DataFrame:

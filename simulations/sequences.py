@@ -118,7 +118,7 @@ FIDELITY = {
         "kondo_pcts": (0.01, 0.03, 0.1, 0.3, 1.0), "kondo_controls": (0.1, 0.3), "kondo_dg": True, "timing_H": 10,
         "timing_reps": 50,
         "timing_pcts": (0.01, 0.03, 0.1, 0.3, 1.0),
-        "match_seeds": 10, "match_steps": 1000, "match_methods": ("DG", "PG"),
+        "match_seeds": 20, "match_steps": 1000, "match_methods": ("DG", "PG"), "match_seeds_by_method": {"DG": 10},
     },
 }
 

@@ -136,3 +136,23 @@ def test_ctrl_c_during_a_notebook_stops_everything_and_keeps_finished_results(tm
     assert "prop1" not in out + text  # it did not go on to the next figure
     assert list((tmp_path / "r").glob("*.parquet")), "the finished sweep of gate was lost"
     assert not (tmp_path / "r" / "notebooks" / "gate.quick.json").exists()  # the notebook did not finish
+
+
+def test_paper_fidelity_writes_claims_md_and_a_resumed_run_rewrites_it_from_the_records(tmp_path, monkeypatch):
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f", "notebooks_dir": tmp_path / "nb"}
+    (first,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert first.ok and first.record["fidelity"] == "paper" and first.record["jobs"] >= 1
+    assert "fidelity=paper" in first.record["note"] and first.record["notebook_seconds"] > 0
+    claims_md = (tmp_path / "f" / "CLAIMS.md").read_text()
+    assert "# Claims at paper fidelity" in claims_md and "`sandbox reproduce --fidelity paper --workers 1`" in claims_md
+    gate_rows = [line for line in claims_md.splitlines() if line.startswith("| `gate` |")]
+    assert len(gate_rows) == 1 + len(first.claims)  # its figure row and one row per claim
+    assert "| `prop1-single-context` | not run yet at paper fidelity |" in claims_md
+    (tmp_path / "f" / "CLAIMS.md").unlink()
+    monkeypatch.setattr(rep, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-executed")))
+    (second,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert second.cached and (tmp_path / "f" / "CLAIMS.md").read_text() == claims_md
+    monkeypatch.undo()
+    (quick,) = rep.reproduce(["gate"], fidelity="quick", workers=1, progress=False,
+                             **{**dirs, "figures_dir": tmp_path / "f2"})
+    assert quick.ok and not (tmp_path / "f2" / "CLAIMS.md").exists()  # only the paper tier writes one
