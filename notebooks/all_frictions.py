@@ -21,6 +21,9 @@
 # within the step budget — *solved* meaning a final error (mean of the last three logged steps)
 # at most 0.2 — for each method.
 #
+# **Paper fidelity** (the committed figure): H ∈ {4, 6, 8, 10}, 800 steps each, PG, PPO, PMPO and DG,
+# 5 seeds; the longest-H claims are asserted as at full fidelity.
+#
 # **Fidelity.** Full: H ∈ {4, 6, 8, 10, 12}, 3000 steps each, PG, PPO, PMPO, IS-PG and DG,
 # 10 seeds, sampled error (100 × 10). Quick (the test suite): the papers' H = 10 only, 200 steps,
 # PG and DG, 5 seeds (one batched job per method), error on 20 prompts × 10 answers — the

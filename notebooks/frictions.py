@@ -28,6 +28,10 @@
 # panel also VCPO (truncated IS, min-variance baseline, ESS-scaled step) and GAC (PPO + gradient
 # alignment control).
 #
+# **Paper fidelity** (the committed figure): H = 10, 5 seeds (one job each), 600 steps, PG, PMPO and
+# DG (+ VCPO and GAC under staleness), strengths D ∈ {0, 4, 16}, p_bug and p ∈ {0, 0.1, 0.3},
+# p_disc ∈ {0, 0.01, 0.03}; every claim asserted as at full fidelity.
+#
 # **Fidelity.** Full: H = 10, 10 seeds, 3000 steps, strengths D ∈ {0, 4, 16, 64},
 # p_bug ∈ {0, 0.1, 0.3, 0.5}, p ∈ {0, 0.1, 0.3, 0.5}, p_disc ∈ {0, 0.01, 0.03, 0.1}, all methods.
 # Quick: H = 2, 4 seeds, 150 steps, one strength per panel (D = 16, p_bug = 0.3, p = 0.3,

@@ -27,6 +27,9 @@
 # matmuls and attention) and median wall time (single thread; noisy on a shared machine).
 # The saving is bounded: the no-grad scoring forward stays, about a third of an unscreened update.
 #
+# **Paper fidelity** (the committed figure): H = 10, 600 steps, 5 seeds, pct ∈ {3, 10, 30, 100}%,
+# uniform controls at 10% and 30%; claims asserted as at full fidelity.
+#
 # **Fidelity.** Full: H = 10, pct ∈ {1, 3, 10, 30, 100}%, uniform controls at 10% and 30%, DG as
 # a reference, 10 seeds, 5000 steps, timing over 50 repetitions. Quick: H = 2, pct ∈ {10, 30,
 # 100}%, a uniform control at 30%, 4 seeds, 150 steps, exact error, timing over 5 repetitions.

@@ -31,7 +31,8 @@
 #
 # At D = 0 every importance weight is exactly 1 (up to rounding): IS-PG, TIS and VCPO reduce to
 # REINFORCE and PPO's clip is inactive on its single update. At quick fidelity their D = 0 point is
-# therefore REINFORCE's run (marked with open circles); full fidelity runs every method at D = 0.
+# therefore REINFORCE's run (marked with open circles) at quick and paper fidelity; full fidelity runs
+# every method at D = 0. Paper fidelity: 10,000 steps, 10 seeds, D ∈ {0, 30, 1000}.
 #
 # Claims (shared/spec/figures.md, "mnist-staleness"): at large D, DG without any off-policy
 # correction beats IS-PG with exact probabilities; REINFORCE fails.

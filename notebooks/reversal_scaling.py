@@ -22,6 +22,9 @@
 # (independently at every x, the same resampling for both methods so that the difference of
 # exponents is paired) for a 95% interval on α.
 #
+# **Paper fidelity** (the committed figure): H ∈ {2, 4, 6, 8, 10} (300 … 1000 steps) and V ∈ {2, 3, 4}
+# at H = 4, PG and DG, 5 seeds; the exponent claims are asserted as at full fidelity.
+#
 # **Fidelity.** Full: H ∈ {2, 4, 6, 8, 10} and V ∈ {2, 3, 4, 6, 8} at H = 4, PG, PPO, PMPO and DG,
 # 10 seeds, budgets of 1000–10000 steps, sampled error. Quick: H ∈ {1, 2, 3} only (no V sweep), PG
 # and DG, 4 seeds, budgets of 60/150/240 steps, exact error. Three short lengths make a rough power
