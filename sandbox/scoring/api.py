@@ -33,7 +33,9 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
           label: str | None = None) -> pd.DataFrame:
     """Score ``name`` (a registered estimator, one from ``plugin``, or a built-in recipe) on
     ``battery`` (a packaged battery's name, or battery data as in ``sandbox/scoring/batteries/``)
-    against ``against`` (built-in recipes or registered estimators: ``recipe_names()``); returns the tidy frame (one row per method × cell × seed: raw ``value``, ``score`` in [0, 1], ``diverged``). ``frame.attrs`` holds the scorecard
+    against ``against`` (built-in recipes or registered estimators: ``recipe_names()``); returns
+    the tidy frame (one row per method × cell × seed: raw ``value``, ``score`` in [0, 1],
+    ``diverged``). ``frame.attrs`` holds the scorecard
     summary and the job counts (total, reused, computed). With ``out``, writes
     ``scorecard.png|md|json`` there. Built-ins are reused from the results store
     (``results/scores``) when the battery version and code version match.

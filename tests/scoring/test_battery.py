@@ -92,7 +92,10 @@ def _uniform_reversal_error(H: int, match: str, V: int = 2) -> float:
     """Error of a uniform policy by enumerating every prompt and answer under the reward ``match``;
     beyond H = 4 the closed forms (to-first-error 1 − Σ_k V^−k / H, per-position 1 − 1/V), checked
     against the enumeration up to H = 4."""
-    closed = (lambda h: 1 - sum(V ** -k for k in range(1, h + 1)) / h) if match == "to_first_error" else (lambda h: 1 - 1 / V)
+
+    def closed(h: int) -> float:
+        return 1 - sum(V ** -k for k in range(1, h + 1)) / h if match == "to_first_error" else 1 - 1 / V
+
     if H > 4:
         assert all(_uniform_reversal_error(h, match, V) == pytest.approx(closed(h), abs=1e-6) for h in (1, 2, 3, 4))
         return closed(H)

@@ -30,7 +30,8 @@ BATTERY = {
         },
         "reversal": {
             "kind": "train", "seeds": 8, "metric": "error", "random": RANDOM_REVERSAL_H3, "best": 0.0,
-            "run": {"task": "reverse_copy", "task_kwargs": {"H": 3, "V": 2, "match": "to_first_error", "eval_mode": "exact"},
+            "run": {"task": "reverse_copy",
+                    "task_kwargs": {"H": 3, "V": 2, "match": "to_first_error", "eval_mode": "exact"},
                     "optimizer": "adam", "lr": 3e-4, "steps": 300, "log_points": 4},
         },
     },
@@ -64,9 +65,9 @@ BATTERY = {
         # the inference engine's frictions (README, "Frictions of real inference engines"); the drop
         # cell's score is its error after the same 300 steps, so the updates lost to dropped
         # batches count against it (the scorecard also reports the fraction of prompts dropped)
-        # top-p with the engine's raw log-probs under a 4-step lag: the IS ratio's μ is the stale
-        # policy's full softmax, not the truncated distribution sampled (on-policy, with μ unused
-        # by the ratio, every method scores alike: measured, not a cell)
+        # top-p with the engine's raw log-probs (vLLM's default) under a 4-step lag: the IS ratio's μ
+        # is the stale policy's full softmax, not the truncated distribution sampled (without the
+        # lag the reported μ is π_θ itself and REINFORCE, TIS, PPO and DG scored within 0.02)
         {"name": "reversal/top-p-full-D4", "env": "reversal", "friction": "inference engine",
          "run": {"staleness": {"kind": "fixed", "D": 4},
                  "frictions": [["truncated_sampling", {"top_p": 0.9, "report": "full"}]]}},
