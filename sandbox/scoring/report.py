@@ -193,6 +193,7 @@ def write(summary: dict, frame: pd.DataFrame, out: str | Path, code: str = "") -
     paths[1].write_text(markdown(summary, code))
     columns = [c for c in ("method", "cell", "env", "friction", "seed", "value", "score", "diverged", "dropped")
                if c in frame.columns]
-    data = {**summary, "code": code, "scores": frame[columns].to_dict(orient="records")}
+    scores = frame[columns].astype(object).where(frame[columns].notna(), None)  # NaN → null: strict JSON
+    data = {**summary, "code": code, "scores": scores.to_dict(orient="records")}
     paths[2].write_text(json.dumps(data, indent=1, default=float))
     return paths

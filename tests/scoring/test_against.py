@@ -52,7 +52,7 @@ def test_score_against_2026_estimators_on_the_engine_cells(tmp_path, capsys, mon
                  "--results", str(tmp_path / "r"), "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0 and "9 jobs: 0 reused, 9 computed" in printed
-    card = json.loads((out / "scorecard.json").read_text())
+    card = json.loads((out / "scorecard.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert card["methods"] == ["reinforce", "dppo", "vespo"]
     assert "inference engine" in card["aggregate"]["dppo"]["frictions"]
     assert all(0 <= s["score"] <= 1 for s in card["scores"])
@@ -63,6 +63,7 @@ def test_score_against_2026_estimators_on_the_engine_cells(tmp_path, capsys, mon
     drop_rows = [r for r in card["cells"] if r["cell"] == "reversal/drop"]
     assert len(drop_rows) == 3 and all(r["dropped"] == pytest.approx(expected) for r in drop_rows)
     assert not any("dropped" in r for r in card["cells"] if r["cell"] != "reversal/drop")
+    assert {s["dropped"] is None for s in card["scores"] if s["cell"] != "reversal/drop"} == {True}
     md = (out / "scorecard.md").read_text()
     assert f"| reversal/drop | {expected:.2f} | {expected:.2f} | {expected:.2f} |" in md
 
