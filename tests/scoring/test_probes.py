@@ -83,3 +83,36 @@ def test_instance_rejects_bad_settings(kwargs, message):
     args = {"K": 10, "p_correct": 0.5, "actor": "stale", "rho": 0.1, "p_actor": 0.5, **kwargs}
     with pytest.raises(ValueError, match=message):
         instance(generator=torch.Generator().manual_seed(0), **args)
+
+
+def test_estimators_that_draw_random_numbers_are_probed_not_diverged():
+    """clip_cov draws its zeroed tokens from the terms' generator: the probe supplies one per seed
+    (before, its refusal of a missing generator was scored as a diverged seed); same seed, same value."""
+    cell = {"name": "b", "env": "bandit", "friction": "actor bug", "kind": "probe", "seeds": 3,
+            "metric": "signal_fraction", "random": 0.0, "best": 1.0,
+            "probe": {"K": 5, "B": 10, "p_correct": 0.9, "actor": "point_mass", "rho": 0.1}}
+    recipe = {"name": "clip_cov", "estimator": "clip_cov", "estimator_kwargs": {}, "advantage": None,
+              "advantage_kwargs": {}, "controllers": []}
+    frame = run_probe(cell, recipe, 0, 3)
+    assert not frame["diverged"].any() and frame["value"].between(0, 1).all()
+    assert frame["value"].equals(run_probe(cell, recipe, 0, 3)["value"])
+
+
+def test_an_estimator_error_other_than_non_finite_input_is_raised():
+    """Only non-finite inputs count as divergence; any other refusal is an error, not a score of 0."""
+    cell = {"name": "b", "env": "bandit", "friction": "actor bug", "kind": "probe", "seeds": 1,
+            "metric": "signal_fraction", "random": 0.0, "best": 1.0,
+            "probe": {"K": 5, "B": 10, "p_correct": 0.9, "actor": "point_mass", "rho": 0.1}}
+    recipe = {"name": "refuses", "estimator": "probe_refusing_pg", "estimator_kwargs": {}, "advantage": None,
+              "advantage_kwargs": {}, "controllers": []}
+    with pytest.raises(ValueError, match="refuses every batch"):
+        run_probe(cell, recipe, 0, 1)
+
+
+@register_estimator("probe_refusing_pg")
+@dataclass(frozen=True)
+class RefusingPG(Estimator):
+    """Raises on every batch (a stand-in for an estimator's own input check)."""
+
+    def token_loss(self, t: PGTerms):
+        raise ValueError("probe_refusing_pg refuses every batch")
