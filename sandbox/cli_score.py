@@ -27,7 +27,8 @@ def add_score_parser(sub) -> None:
                    help="estimator hyperparameter (or advantage=, advantage_kwargs=, controllers=); repeatable")
     p.add_argument("--battery", default="quick", help="battery name (see --list-batteries)")
     p.add_argument("--against", default=",".join(DEFAULT_AGAINST),
-                   help="comma-separated built-in recipes to compare with")
+                   help="comma-separated methods to compare with: built-in recipes (default: %(default)s) or any "
+                        "registered estimator (sandbox list estimators), e.g. dppo,vespo")
     p.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the battery's)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--workers", type=int, default=None, help="parallel processes (default: CPU count)")

@@ -8,7 +8,7 @@ are data in ``sandbox/scoring/batteries/``; recipes (estimator + baseline + cont
 
 from sandbox.scoring.api import score
 from sandbox.scoring.battery import Battery, Cell, battery_names, load_battery
-from sandbox.scoring.recipes import DEFAULT_AGAINST, RECIPES, Recipe, make_recipe
+from sandbox.scoring.recipes import DEFAULT_AGAINST, RECIPES, Recipe, make_recipe, recipe_names
 
 __all__ = ["DEFAULT_AGAINST", "RECIPES", "Battery", "Cell", "Recipe", "battery_names", "load_battery",
-           "make_recipe", "score"]
+           "make_recipe", "recipe_names", "score"]

@@ -9,17 +9,20 @@ import pandas as pd
 
 from sandbox.runtime.sweep import BACKENDS
 from sandbox.scoring.battery import Battery, build, load_battery
-from sandbox.scoring.recipes import DEFAULT_AGAINST, RECIPES, make_recipe
+from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write
 from sandbox.scoring.runner import code_version, default_store, import_plugin, run_battery
 
 
 def _names(name: str, value) -> list[str]:
+    if not isinstance(value, str) and not (isinstance(value, Sequence) and all(isinstance(i, str) for i in value)):
+        raise ValueError(f"{name} must be a comma-separated string or a list of names, got {value!r}")
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [i.strip() for i in items if i.strip()]
-    unknown = [i for i in items if i not in RECIPES]
+    valid = recipe_names()
+    unknown = [i for i in items if i not in valid]
     if unknown:
-        raise ValueError(f"{name} must name built-in recipes {sorted(RECIPES)}; unknown: {unknown}")
+        raise ValueError(f"{name} must name recipes or estimators; unknown: {unknown}; valid: {', '.join(valid)}")
     return list(dict.fromkeys(items))
 
 
@@ -30,7 +33,9 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
           label: str | None = None) -> pd.DataFrame:
     """Score ``name`` (a registered estimator, one from ``plugin``, or a built-in recipe) on
     ``battery`` (a packaged battery's name, or battery data as in ``sandbox/scoring/batteries/``)
-    against the recipes ``against``; returns the tidy frame (one row per method × cell × seed: raw ``value``, ``score`` in [0, 1], ``diverged``). ``frame.attrs`` holds the scorecard
+    against ``against`` (built-in recipes or registered estimators: ``recipe_names()``); returns
+    the tidy frame (one row per method × cell × seed: raw ``value``, ``score`` in [0, 1],
+    ``diverged``). ``frame.attrs`` holds the scorecard
     summary and the job counts (total, reused, computed). With ``out``, writes
     ``scorecard.png|md|json`` there. Built-ins are reused from the results store
     (``results/scores``) when the battery version and code version match.

@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from sandbox.runtime.config import _freeze
 
 KINDS = ("probe", "train")
-FRICTIONS = ("staleness", "actor bug", "reward corruption", "rare discovery", "all four")
+#: friction categories (one scorecard panel each); "inference engine": truncated sampling, partial
+#: rollouts and admission, the frictions of real LLM inference engines (README, "Frictions of real
+#: inference engines")
+FRICTIONS = ("staleness", "actor bug", "reward corruption", "rare discovery", "all four", "inference engine")
 CELL_KEYS = {"name", "env", "friction", "run", "probe", "async", "seeds"}
 ENV_KEYS = {"kind", "seeds", "metric", "random", "best", "run", "probe", "batched"}
 
@@ -90,11 +93,13 @@ class Battery:
 
     def describe(self) -> str:
         lines = [f"{self.name} v{self.version} ({len(self.cells)} cells, hash {self.hash[:12]}): {self.description}"]
+        width = max((len(c.name) for c in self.cells), default=0) + 1
         for c in self.cells:
             budget = f"{c.run.get('steps')} steps" if c.kind == "train" else "exact"
             extra = {k: v for k, v in {**c.run, **c.probe, **(c.async_config or {})}.items()
-                     if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor", "max_staleness")}
-            lines.append(f"  {c.name:<26} {c.friction:<18} {c.seeds:>3} seeds  {budget:<11} {json.dumps(extra)}")
+                     if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor", "max_staleness",
+                              "admission", "admission_budget")}
+            lines.append(f"  {c.name:<{width}} {c.friction:<18} {c.seeds:>3} seeds  {budget:<11} {json.dumps(extra)}")
         return "\n".join(lines)
 
 

@@ -64,8 +64,10 @@ def instance(K: int, p_correct: float, actor: str, rho: float, p_actor: float,
     return pi.log(), y, mixtures[actor]()
 
 
-def single_sample_updates(estimator, z: torch.Tensor, y: int, mu: torch.Tensor) -> torch.Tensor:
-    """g(a) = −∇_z loss for a batch of one sample of each action a, ``[K, K]`` (row a)."""
+def single_sample_updates(estimator, z: torch.Tensor, y: int, mu: torch.Tensor,
+                          generator: torch.Generator | None = None) -> torch.Tensor:
+    """g(a) = −∇_z loss for a batch of one sample of each action a, ``[K, K]`` (row a);
+    ``generator`` feeds estimators that draw random numbers (``clip_cov``)."""
     K = z.shape[-1]
     logits = z.detach().expand(K, 1, K).clone().requires_grad_(True)  # one population member per action
     logp = torch.log_softmax(logits, -1).gather(-1, torch.arange(K).view(K, 1, 1))
@@ -73,14 +75,15 @@ def single_sample_updates(estimator, z: torch.Tensor, y: int, mu: torch.Tensor) 
     advantages = (torch.nn.functional.one_hot(torch.tensor(y), K).to(DTYPE) - value).view(K, 1)
     behavior = mu.log().view(K, 1, 1)
     terms = PGTerms(logp=logp, advantages=advantages, behavior_logp=behavior, proximal_logp=behavior,
-                    group=torch.zeros(1, dtype=torch.long))
+                    group=torch.zeros(1, dtype=torch.long), generator=generator)
     (grad,) = torch.autograd.grad(estimator(terms).loss, logits)
     return -grad[:, 0, :]
 
 
-def probe_metrics(estimator, z: torch.Tensor, y: int, mu: torch.Tensor, B: int) -> dict[str, float]:
+def probe_metrics(estimator, z: torch.Tensor, y: int, mu: torch.Tensor, B: int,
+                  generator: torch.Generator | None = None) -> dict[str, float]:
     """Alignment, perpendicular second moment and the signal fraction of one instance."""
-    g = single_sample_updates(estimator, z, y, mu)
+    g = single_sample_updates(estimator, z, y, mu, generator)
     true = exact_pg(z.view(1, 1, -1), torch.tensor([[y]])).view(-1)
     u = true / true.norm()
     mean = (mu.unsqueeze(-1) * g).sum(0)
@@ -107,8 +110,11 @@ def run_probe(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
         z, y, mu = instance(int(probe["K"]), float(probe["p_correct"]), probe.get("actor", "on_policy"),
                             float(probe.get("rho", 0.0)), float(probe.get("p_actor", 0.5)), gen)
         try:
-            metrics = probe_metrics(estimator, z, y, mu, int(probe["B"]))
-        except ValueError:  # non-finite values reached the estimator's input checks
+            metrics = probe_metrics(estimator, z, y, mu, int(probe["B"]),
+                                    derived_generator(seed, "probe-estimator", cell["name"], s))
+        except ValueError as err:  # non-finite values reached the estimator's input checks
+            if "NaN or inf" not in str(err):
+                raise
             metrics = {"cos": math.nan, "perp_moment": math.nan, "signal_fraction": math.nan}
         diverged = not all(math.isfinite(v) for v in metrics.values())
         rows.append({"seed": s, "value": metrics["signal_fraction"], "diverged": diverged,

@@ -69,6 +69,14 @@ class Recipe:
             raise ValueError(f"method {self.name!r}: {str(err).splitlines()[0]}") from None
 
 
+def recipe_names() -> list[str]:
+    """Every name a method may have: the built-in recipes, then every registered estimator not
+    among them (with its default settings; a plugin's once imported)."""
+    from sandbox.estimators import ESTIMATORS
+
+    return list(RECIPES) + [n for n in ESTIMATORS.names() if n not in RECIPES]
+
+
 def make_recipe(name: str, settings: dict | None = None) -> Recipe:
     """The recipe ``name`` (a built-in recipe, else a registered estimator with default settings),
     with ``settings`` applied, e.g. ``{"eta": 0.5, "advantage": "grpo"}``: keys in ``RECIPE_KEYS``
@@ -77,7 +85,7 @@ def make_recipe(name: str, settings: dict | None = None) -> Recipe:
 
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string (an estimator or recipe), got {name!r}")
-    if name not in RECIPES and name not in ESTIMATORS:
+    if name not in recipe_names():
         raise ValueError(f"unknown estimator {name!r}; recipes: {sorted(RECIPES)}; estimators: {ESTIMATORS.names()}")
     base = dict(RECIPES.get(name, {"estimator": name}))
     if not isinstance(settings, (dict, type(None))):

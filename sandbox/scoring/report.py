@@ -50,9 +50,12 @@ def summarise(frame: pd.DataFrame, battery: Battery, new: str, methods: list[str
         for m in methods:
             iv = cell_interval(scores[m, cell.name])
             sub = frame[(frame["method"] == m) & (frame["cell"] == cell.name)]
-            rows.append({"cell": cell.name, "env": cell.env, "friction": cell.friction, "method": m,
-                         "mean": iv.estimate, "low": iv.low, "high": iv.high, "seeds": iv.n,
-                         "diverged": int(sub["diverged"].sum()), "raw": float(sub["value"].mean())})
+            row = {"cell": cell.name, "env": cell.env, "friction": cell.friction, "method": m,
+                   "mean": iv.estimate, "low": iv.low, "high": iv.high, "seeds": iv.n,
+                   "diverged": int(sub["diverged"].sum()), "raw": float(sub["value"].mean())}
+            if "dropped" in sub and sub["dropped"].notna().any():  # admission cells: prompts never admitted
+                row["dropped"] = float(sub["dropped"].mean())
+            rows.append(row)
     per_method = {}
     for m in methods:
         sub = frame[frame["method"] == m]
@@ -104,6 +107,13 @@ def markdown(summary: dict, code: str = "") -> str:
         vals = " | ".join(f"{entry[m]['mean']:.2f} [{entry[m]['low']:.2f}, {entry[m]['high']:.2f}]"
                           + (f" ({entry[m]['diverged']} div.)" if entry[m]["diverged"] else "") for m in methods)
         lines.append(f"| {cell} | {entry['friction']} | {vals} |")
+    dropped = {cell: entry for cell, entry in by_cell.items() if any("dropped" in entry[m] for m in methods)}
+    if dropped:
+        lines += ["", "Prompts that never reached the learner under admission (mean fraction over seeds; the "
+                  "score above is the error after the full step budget, so the lost updates count against it):", "",
+                  "| cell | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+        lines += [f"| {cell} | " + " | ".join(f"{entry[m]['dropped']:.2f}" if "dropped" in entry[m] else "—"
+                                            for m in methods) + " |" for cell, entry in dropped.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -120,7 +130,7 @@ def figure(summary: dict):
     use_style()
     new, methods = summary["new"], summary["methods"]
     frictions = [f for f in FRICTIONS if any(r["friction"] == f for r in summary["cells"])]
-    fig = plt.figure(figsize=(3.0 * len(frictions), 7.2))
+    fig = plt.figure(figsize=(max(3.0 * len(frictions), 9.0), 7.2))  # room for the two lower panels
     grid = fig.add_gridspec(2, 2 * len(frictions))
     offsets = np.linspace(-0.3, 0.3, len(methods)) if len(methods) > 1 else np.zeros(1)
     style = {m: ({"color": "black", "ms": 7, "zorder": 3, "mec": "black"} if m == new else
@@ -181,8 +191,9 @@ def write(summary: dict, frame: pd.DataFrame, out: str | Path, code: str = "") -
     fig.savefig(paths[0])
     plt.close(fig)
     paths[1].write_text(markdown(summary, code))
-    columns = [c for c in ("method", "cell", "env", "friction", "seed", "value", "score", "diverged")
+    columns = [c for c in ("method", "cell", "env", "friction", "seed", "value", "score", "diverged", "dropped")
                if c in frame.columns]
-    data = {**summary, "code": code, "scores": frame[columns].to_dict(orient="records")}
+    scores = frame[columns].astype(object).where(frame[columns].notna(), None)  # NaN → null: strict JSON
+    data = {**summary, "code": code, "scores": scores.to_dict(orient="records")}
     paths[2].write_text(json.dumps(data, indent=1, default=float))
     return paths

@@ -75,7 +75,8 @@ def jobs(battery: Battery, recipe: Recipe, plugins: tuple[str, ...] = ()) -> lis
 
 def score_cell(cell: dict, recipe: dict, seed: int, plugins: list | None = None, **stamp) -> pd.DataFrame:
     """Job function: one row per seed with the raw metric (``value``), the normalised ``score``
-    and ``diverged`` (a diverged seed scores 0)."""
+    and ``diverged`` (a diverged seed scores 0); under an admission policy also ``dropped``, the
+    fraction of the run's prompts that never reached the learner (logged ``prompts_dropped_frac``)."""
     from sandbox.estimators import ESTIMATORS
     from sandbox.scoring.probes import run_probe
 
@@ -116,10 +117,13 @@ def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
             frame = train(config)
         last = frame.sort_values("step").groupby("member").tail(1).sort_values("member")
         metric = cell["metric"]
-        frames.append(pd.DataFrame({
+        rows = pd.DataFrame({
             "seed": last["member"].to_numpy() + i, "value": last[metric].to_numpy(dtype=float),
             "diverged": last["diverged"].to_numpy(dtype=bool) | ~last[metric].map(math.isfinite).to_numpy(dtype=bool),
-            "steps": last["completed_steps"].to_numpy()}))
+            "steps": last["completed_steps"].to_numpy()})
+        if "prompts_dropped_frac" in last:  # admission: the run's fraction of prompts never admitted
+            rows["dropped"] = last["prompts_dropped_frac"].to_numpy(dtype=float)
+        frames.append(rows)
     return pd.concat(frames, ignore_index=True)
 
 

@@ -22,8 +22,18 @@ REQUIRED_CELLS = {  # the issue's minimum: (env, friction) pairs every packaged 
     ("bandit", "actor bug"), ("bandit", "rare discovery"), ("bandit", "staleness"),
     ("mnist", "staleness"), ("mnist", "reward corruption"), ("mnist", "actor bug"),
     ("reversal", "staleness"), ("reversal", "actor bug"), ("reversal", "reward corruption"),
-    ("reversal", "rare discovery"), ("reversal", "all four"),
+    ("reversal", "rare discovery"), ("reversal", "all four"), ("reversal", "inference engine"),
 }
+
+
+def _engine_frictions(cell) -> set[str]:
+    """The inference-engine frictions a cell applies: truncated sampling by its report, partial
+    rollouts, and a staleness budget by its admission policy."""
+    found = {f"{name}:{kwargs.get('report', 'truncated')}" if name == "truncated_sampling" else name
+             for name, kwargs in cell.run.get("frictions", ()) if name in ("truncated_sampling", "partial_rollouts")}
+    if cell.run.get("staleness", {}).get("budget") is not None:
+        found.add(f"admission:{cell.run['staleness'].get('admission', 'pace')}")
+    return found
 
 
 @pytest.mark.parametrize("name", ["quick", "standard", "paper"])
@@ -52,6 +62,15 @@ def test_packaged_batteries_hold_the_required_cells():
         battery = load_battery(name)
         assert REQUIRED_CELLS <= {(c.env, c.friction) for c in battery.cells}, name
         assert all(c.friction in FRICTIONS for c in battery.cells)
+    engine = {name: set().union(*(_engine_frictions(c) for c in load_battery(name).cells))
+              for name in ("quick", "standard", "paper")}
+    assert engine["quick"] == {"truncated_sampling:full", "partial_rollouts", "admission:drop"}
+    assert engine["standard"] == engine["paper"] == engine["quick"] | {"truncated_sampling:truncated", "admission:mask"}
+    for cell in load_battery("paper").cells:
+        if "partial_rollouts" in _engine_frictions(cell):  # the simulated loop's parameter history
+            assert cell.run["history"] == "params" and cell.run["staleness"]["D"] > 0, cell.name
+        if _engine_frictions(cell):
+            assert cell.friction == "inference engine", cell.name
     standard = load_battery("standard")
     llm = [c for c in standard.cells if c.run.get("task") == "hf_text"]
     assert llm and llm[0].async_config["max_staleness"] > 0 and not llm[0].batched
@@ -69,27 +88,39 @@ def test_extends_merges_envs_and_appends_cells():
 
 
 @functools.cache
-def _uniform_reversal_error(H: int, V: int = 2) -> float:
-    """Error of a uniform policy by enumerating every prompt and answer (to-first-error reward);
-    beyond H = 4 the closed form 1 − Σ_k V^−k / H, checked against the enumeration up to H = 4."""
+def _uniform_reversal_error(H: int, match: str, V: int = 2) -> float:
+    """Error of a uniform policy by enumerating every prompt and answer under the reward ``match``;
+    beyond H = 4 the closed forms (to-first-error 1 − Σ_k V^−k / H, per-position 1 − 1/V), checked
+    against the enumeration up to H = 4."""
+
+    def closed(h: int) -> float:
+        return 1 - sum(V ** -k for k in range(1, h + 1)) / h if match == "to_first_error" else 1 - 1 / V
+
     if H > 4:
-        assert all(_uniform_reversal_error(h) == pytest.approx(1 - sum(V ** -k for k in range(1, h + 1)) / h, abs=1e-6)
-                   for h in (1, 2, 3, 4))
-        return 1 - sum(V ** -k for k in range(1, H + 1)) / H
+        assert all(_uniform_reversal_error(h, match, V) == pytest.approx(closed(h), abs=1e-6) for h in (1, 2, 3, 4))
+        return closed(H)
     from sandbox.envs.sequences import all_sequences, reversal_reward, reversal_targets
 
     prompts, answers = all_sequences(H, V), all_sequences(H, V)
     rows = prompts.repeat_interleave(answers.shape[0], 0)
     targets = reversal_targets(rows, V, "reverse", 0)
-    return 1 - float(reversal_reward(answers.repeat(prompts.shape[0], 1), targets).to(torch.float64).mean())
+    rewards = reversal_reward(answers.repeat(prompts.shape[0], 1), targets, match)
+    return 1 - float(rewards.to(torch.float64).mean())
+
+
+def test_uniform_error_under_each_reward():  # sanity: the enumeration against hand values
+    assert _uniform_reversal_error(3, "per_position") == pytest.approx(0.5, abs=1e-6)
+    assert _uniform_reversal_error(1, "to_first_error") == pytest.approx(0.5, abs=1e-6)
+    assert _uniform_reversal_error(2, "to_first_error") == pytest.approx(1 - (1 / 2 + 1 / 4) / 2, abs=1e-6)
 
 
 @pytest.mark.parametrize("name", ["quick", "standard", "paper"])
 def test_random_policy_values_are_exact(name):
     for cell in load_battery(name).cells:
         if cell.env == "reversal":
-            H = cell.run["task_kwargs"]["H"]
-            assert cell.random == pytest.approx(_uniform_reversal_error(H), abs=1e-6)  # float32 rewards
+            kwargs = cell.run["task_kwargs"]
+            assert "match" in kwargs, f"{cell.name}: pin the reward (match), its uniform error depends on it"
+            assert cell.random == pytest.approx(_uniform_reversal_error(kwargs["H"], kwargs["match"]), abs=1e-6)
         if cell.env == "mnist":
             assert cell.random == pytest.approx(0.9)  # ten classes, one right
 

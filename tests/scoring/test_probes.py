@@ -13,6 +13,16 @@ from sandbox.estimators import ESTIMATORS, make_estimator
 from sandbox.scoring.probes import instance, probe_metrics, run_probe
 from sandbox.scoring.runner import score_cell
 
+#: a probe cell as the runner passes it (``Cell.to_dict()``)
+CELL = {"name": "b", "env": "bandit", "friction": "actor bug", "kind": "probe", "seeds": 3,
+        "metric": "signal_fraction", "random": 0.0, "best": 1.0,
+        "probe": {"K": 5, "B": 10, "p_correct": 0.9, "actor": "point_mass", "rho": 0.1}}
+
+
+def _recipe(name: str, estimator: str) -> dict:
+    return {"name": name, "estimator": estimator, "estimator_kwargs": {}, "advantage": None,
+            "advantage_kwargs": {}, "controllers": []}
+
 
 def _instances(actor: str, p_correct: float, n: int = 5):
     return [instance(10, p_correct, actor, 0.1, 0.5, torch.Generator().manual_seed(s)) for s in range(n)]
@@ -64,11 +74,8 @@ class NaNPG(Estimator):
 
 
 def test_a_nan_estimator_is_a_diverged_seed_scoring_zero():
-    cell = {"name": "b", "env": "bandit", "friction": "actor bug", "kind": "probe", "seeds": 3,
-            "metric": "signal_fraction", "random": 0.0, "best": 1.0,
-            "probe": {"K": 5, "B": 10, "p_correct": 0.9, "actor": "point_mass", "rho": 0.1}}
-    recipe = {"name": "nan", "estimator": "probe_nan_pg", "estimator_kwargs": {}, "advantage": None,
-              "advantage_kwargs": {}, "controllers": []}
+    cell = CELL
+    recipe = _recipe("nan", "probe_nan_pg")
     frame = score_cell(cell, recipe, seed=0)
     assert frame["diverged"].all() and (frame["score"] == 0).all() and frame["value"].map(math.isnan).all()
     ok = run_probe(cell, {**recipe, "estimator": "reinforce"}, 0, 3)
@@ -83,3 +90,30 @@ def test_instance_rejects_bad_settings(kwargs, message):
     args = {"K": 10, "p_correct": 0.5, "actor": "stale", "rho": 0.1, "p_actor": 0.5, **kwargs}
     with pytest.raises(ValueError, match=message):
         instance(generator=torch.Generator().manual_seed(0), **args)
+
+
+def test_estimators_that_draw_random_numbers_are_probed_not_diverged():
+    """clip_cov draws its zeroed tokens from the terms' generator: the probe supplies one per seed
+    (before, its refusal of a missing generator was scored as a diverged seed); same seed, same value."""
+    cell = CELL
+    recipe = _recipe("clip_cov", "clip_cov")
+    frame = run_probe(cell, recipe, 0, 3)
+    assert not frame["diverged"].any() and frame["value"].between(0, 1).all()
+    assert frame["value"].equals(run_probe(cell, recipe, 0, 3)["value"])
+
+
+def test_an_estimator_error_other_than_non_finite_input_is_raised():
+    """Only non-finite inputs count as divergence; any other refusal is an error, not a score of 0."""
+    cell = {**CELL, "seeds": 1}
+    recipe = _recipe("refuses", "probe_refusing_pg")
+    with pytest.raises(ValueError, match="refuses every batch"):
+        run_probe(cell, recipe, 0, 1)
+
+
+@register_estimator("probe_refusing_pg")
+@dataclass(frozen=True)
+class RefusingPG(Estimator):
+    """Raises on every batch (a stand-in for an estimator's own input check)."""
+
+    def token_loss(self, t: PGTerms):
+        raise ValueError("probe_refusing_pg refuses every batch")

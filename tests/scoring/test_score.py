@@ -119,7 +119,9 @@ def test_a_nan_estimator_scores_zero_and_is_counted(plugin, tmp_path):
     ({"name": "dg", "battery": "no_such_battery"}, "unknown battery 'no_such_battery'"),
     ({"name": "dg", "settings": {"zeta": 1}}, r"unknown hyperparameter\(s\) \['zeta'\] for estimator 'dg'"),
     ({"name": "dg", "settings": {"eta": -1}}, "method 'dg': eta must lie in"),
-    ({"name": "dg", "against": "reinforce,nope"}, r"against must name built-in recipes .*unknown: \['nope'\]"),
+    ({"name": "dg", "against": "reinforce,nope"}, r"against must name recipes or estimators; unknown: \['nope'\]; "
+                                                   r"valid: reinforce, .*, dg, .*dppo.*vespo"),
+    ({"name": "dg", "against": 3}, "against must be a comma-separated string or a list of names"),
     ({"name": "dg", "plugin": "missing_file.py"}, "plugin file 'missing_file.py' does not exist"),
     ({"name": "dg", "seeds": 0}, "seeds must be an integer"),
     ({"name": "dg", "settings": ["eta=1"]}, "settings must be a dict"),
@@ -152,7 +154,7 @@ def test_a_broken_plugin_is_one_line_on_the_command_line(tmp_path, capsys, sourc
 def test_cli_lists_batteries_and_needs_a_name(capsys):
     assert main(["score", "--list-batteries"]) == 0
     out = capsys.readouterr().out
-    assert "quick v1" in out and "standard v1" in out and "reversal/all-four" in out
+    assert "quick v2" in out and "standard v2" in out and "reversal/all-four" in out and "reversal/drop-stale" in out
     assert main(["score"]) == 2
     assert "score needs NAME" in capsys.readouterr().err
 

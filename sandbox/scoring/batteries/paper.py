@@ -7,7 +7,7 @@ RANDOM_REVERSAL_H10 = 1 - sum(2.0 ** -k for k in range(1, 11)) / 10
 
 BATTERY = {
     "name": "paper",
-    "version": 1,
+    "version": 2,
     "extends": "standard",
     "description": "standard at full fidelity: MNIST 10k steps, reversal H = 10 for 3000 steps, "
                    "8 LM seeds for 150 steps",

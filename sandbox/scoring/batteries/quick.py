@@ -5,15 +5,18 @@ estimator"). Changing anything here changes the battery's hash: bump ``version``
 hash in ``versions.py`` (tests/scoring/test_battery.py fails until you do).
 """
 
-#: error of a uniform policy on token reversal with V = 2 and the to-first-error reward:
+#: error of a uniform policy on token reversal with V = 2 and the to-first-error reward (``match``,
+#: pinned below: the sequence figures use 'per_position', whose uniform error is 1 − 1/V = 0.5):
 #: 1 − Σ_{k=1..H} 2^−k / H (the expected correct prefix of random tokens)
 RANDOM_REVERSAL_H3 = 1 - (1 / 2 + 1 / 4 + 1 / 8) / 3
 
 BATTERY = {
     "name": "quick",
-    "version": 1,
+    "version": 2,
     "description": "bandit probes (exact), MNIST under staleness/label flips/an actor bug, "
-                   "token reversal (H = 3) under each friction and all four at once",
+                   "token reversal (H = 3) under each friction and all four at once, and under the "
+                   "inference engine's frictions (top-p reported as the full softmax under a lag, partial "
+                   "rollouts, dropping stale rollouts)",
     "seed": 0,
     "envs": {
         "bandit": {
@@ -27,7 +30,8 @@ BATTERY = {
         },
         "reversal": {
             "kind": "train", "seeds": 8, "metric": "error", "random": RANDOM_REVERSAL_H3, "best": 0.0,
-            "run": {"task": "reverse_copy", "task_kwargs": {"H": 3, "V": 2, "eval_mode": "exact"},
+            "run": {"task": "reverse_copy",
+                    "task_kwargs": {"H": 3, "V": 2, "match": "to_first_error", "eval_mode": "exact"},
                     "optimizer": "adam", "lr": 3e-4, "steps": 300, "log_points": 4},
         },
     },
@@ -58,5 +62,19 @@ BATTERY = {
          "run": {"staleness": {"kind": "fixed", "D": 4},
                  "frictions": [["landmine", {"p_bug": 0.1}], ["bernoulli_reward", {"p": 0.1}],
                                ["rare_discovery", {"p_disc": 0.02}]]}},
+        # the inference engine's frictions (README, "Frictions of real inference engines"); the drop
+        # cell's score is its error after the same 300 steps, so the updates lost to dropped
+        # batches count against it (the scorecard also reports the fraction of prompts dropped)
+        # top-p with the engine's raw log-probs (vLLM's default) under a 4-step lag: the IS ratio's μ
+        # is the stale policy's full softmax, not the truncated distribution sampled (without the
+        # lag the reported μ is π_θ itself and REINFORCE, TIS, PPO and DG scored within 0.02)
+        {"name": "reversal/top-p-full-D4", "env": "reversal", "friction": "inference engine",
+         "run": {"staleness": {"kind": "fixed", "D": 4},
+                 "frictions": [["truncated_sampling", {"top_p": 0.9, "report": "full"}]]}},
+        {"name": "reversal/partial-k3", "env": "reversal", "friction": "inference engine",
+         "run": {"staleness": {"kind": "uniform", "D": 8}, "history": "params",
+                 "frictions": [["partial_rollouts", {"chunks": 3}]]}},
+        {"name": "reversal/drop-stale", "env": "reversal", "friction": "inference engine",
+         "run": {"staleness": {"kind": "uniform", "D": 8, "admission": "drop", "budget": 2}}},
     ],
 }

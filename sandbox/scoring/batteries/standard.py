@@ -7,10 +7,11 @@ RANDOM_REVERSAL_H4 = 1 - sum(2.0 ** -k for k in range(1, 5)) / 4
 
 BATTERY = {
     "name": "standard",
-    "version": 1,
+    "version": 2,
     "extends": "quick",
     "description": "quick with 10 seeds and longer budgets (reversal H = 4), plus a tiny Qwen2-style LM "
-                   "reversing three letters under a 16-step lag on Ray",
+                   "reversing three letters under a 16-step lag on Ray; top-p reported as the truncated "
+                   "distribution (the pair of quick's full report) and partial rollouts with stale tokens masked",
     "envs": {
         "bandit": {"seeds": 32},
         "mnist": {"seeds": 10, "run": {"steps": 1500, "task_kwargs": {"eval_size": 2000}}},
@@ -27,6 +28,15 @@ BATTERY = {
         },
     },
     "cells": [
+        # the other engine setting of quick's top-p cell: the processed (truncated) log-probs, the
+        # same lag; the pair isolates what the engine reports
+        {"name": "reversal/top-p-truncated-D4", "env": "reversal", "friction": "inference engine",
+         "run": {"staleness": {"kind": "fixed", "D": 4},
+                 "frictions": [["truncated_sampling", {"top_p": 0.9, "report": "truncated"}]]}},
+        # partial rollouts whose tokens staler than 2 versions are masked at the learner
+        {"name": "reversal/partial-mask", "env": "reversal", "friction": "inference engine",
+         "run": {"staleness": {"kind": "uniform", "D": 8, "admission": "mask", "budget": 2}, "history": "params",
+                 "frictions": [["partial_rollouts", {"chunks": 3}]]}},
         {"name": "llm/ray-stale-16", "env": "llm", "friction": "staleness",
          "async": {"n_workers": 1, "max_staleness": 16}},
     ],

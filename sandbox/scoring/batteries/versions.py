@@ -5,7 +5,10 @@ Changing a battery's definition changes its hash: bump its ``version`` and add t
 """
 
 VERSIONS = {
-    "paper": {1: "579b2148553220f65394ef96d63054e8e97950c6687c3411e65a9215bf5e4c73"},
-    "quick": {1: "01705005bd8d8b18ca1b6c75ac4e81b544ce202c3af8f5fac2c5e66f91eeedb8"},
-    "standard": {1: "7bcc34a30d3270d6baee306a4ac9c4d6d5562e14bb22405b26c1137d9cd3f517"},
+    "paper": {1: "579b2148553220f65394ef96d63054e8e97950c6687c3411e65a9215bf5e4c73",
+              2: "dca13fdf0e487c0154b68d1815881ad685272cc6fc5a9f43bc034744c98b8d01"},  # + inference-engine cells
+    "quick": {1: "01705005bd8d8b18ca1b6c75ac4e81b544ce202c3af8f5fac2c5e66f91eeedb8",
+              2: "78ba56b1e77f16505cc3f41baab9aec5af45946853bb5cfda00d0e45c0bcae90"},  # + inference-engine cells
+    "standard": {1: "7bcc34a30d3270d6baee306a4ac9c4d6d5562e14bb22405b26c1137d9cd3f517",
+                 2: "b769fe7d521a6b44ae42d693ee29fd7024e547dc683ded56c108475c8765d40e"},  # + inference-engine cells
 }

@@ -1,0 +1,39 @@
+"""``sandbox list`` shows the 2026 zoo (issue 16): every new estimator, advantage and friction with
+its defaults, and the frictions-2026 figure; every registered friction is listed."""
+
+from __future__ import annotations
+
+from sandbox.cli import main
+from sandbox.frictions import FRICTIONS
+
+ESTIMATORS_2026 = ("dppo", "two_sided_ppo", "sat", "rollout_rs", "gmpo", "gspo_token", "luspo", "vespo", "clip_cov",
+                   "kl_cov", "topr", "tpo")
+ADVANTAGES_2026 = ("maxrl", "reinforce_pp")
+FRICTIONS_2026 = ("truncated_sampling", "partial_rollouts")
+
+
+def _table(out: str, title: str) -> str:
+    """The block of ``sandbox list`` under ``title`` (up to the next blank line)."""
+    start = out.index(f"{title} (")
+    return out[start:out.index("\n\n", start)]
+
+
+def test_list_shows_the_2026_zoo_with_defaults(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    estimators, advantages, frictions = (_table(out, t) for t in ("Estimators", "Advantages", "Frictions"))
+    for name in ESTIMATORS_2026:
+        assert f"\n  {name} " in estimators, name
+    for name in ADVANTAGES_2026:
+        assert f"\n  {name} " in advantages, name
+    for name in (*FRICTIONS_2026, *FRICTIONS.names()):
+        assert f"\n  {name} " in frictions, name
+    assert "kl_coef=0.001" in estimators  # DPPO's squared-log-ratio term, on by default
+    assert "report='truncated'" in frictions and "chunks=1" in frictions  # the frictions' defaults
+    assert "\n  frictions-2026 " in _table(out, "Figures")
+
+
+def test_list_one_table_holds_the_new_frictions(capsys):
+    assert main(["list", "frictions"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name} " in out for name in FRICTIONS_2026) and "Estimators" not in out
