@@ -38,6 +38,16 @@ def _print_table(title: str, rows: list[tuple[str, str, str]], width: int = 100)
     print()
 
 
+#: what each staleness admission policy (``sandbox.frictions.staleness.ADMISSIONS``) does with a rollout
+#: staler than the budget
+ADMISSION_DOCS = {
+    "pace": "the actor waits: nothing staler than the budget is sampled (Ray's bounded mode, AReaL)",
+    "drop": "a row with any token staler than the budget never reaches the learner; the fraction of "
+            "prompts lost is logged (prompts_dropped_frac)",
+    "mask": "tokens staler than the budget are masked out of the loss; the rest of the row is kept",
+}
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """Print every estimator, advantage, controller, friction and task with a one-line description
     and its defaults, and every figure ``sandbox reproduce`` can draw."""
@@ -56,6 +66,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for key, (title, registry) in tables.items():
         if args.what in (None, key):
             _print_table(title, registry.describe())
+        if key == "frictions" and args.what in (None, key):
+            _print_table("Staleness admission policies (staleness.admission, with staleness.budget)",
+                         [(name, doc, "") for name, doc in ADMISSION_DOCS.items()])
     if args.what in (None, "figures"):
         _print_table("Figures (sandbox reproduce NAME or GROUP)",
                      [(f.name, f"[{f.group}] {f.title}", "") for f in figure_module().select()])

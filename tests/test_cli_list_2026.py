@@ -37,3 +37,14 @@ def test_list_one_table_holds_the_new_frictions(capsys):
     assert main(["list", "frictions"]) == 0
     out = capsys.readouterr().out
     assert all(f"  {name} " in out for name in FRICTIONS_2026) and "Estimators" not in out
+
+
+def test_list_shows_every_staleness_admission_policy(capsys):
+    from sandbox.cli import ADMISSION_DOCS, main
+    from sandbox.frictions.staleness import ADMISSIONS
+
+    assert tuple(ADMISSION_DOCS) == ADMISSIONS
+    assert main(["list", "frictions"]) == 0
+    out = capsys.readouterr().out
+    assert "Staleness admission policies" in out
+    assert all(f"  {name}  " in out for name in ADMISSIONS)
