@@ -21,7 +21,7 @@
 # within the step budget — *solved* meaning a final error (mean of the last three logged steps)
 # at most 0.2 — for each method.
 #
-# **Paper fidelity** (the committed figure): H ∈ {4, 6, 8, 10}, 800 steps each, PG, PPO, PMPO and DG,
+# **Paper fidelity** (the committed figure): H ∈ {6, 8, 10}, 800 steps each, PG, PPO, PMPO and DG,
 # 5 seeds; the longest-H claims are asserted as at full fidelity.
 #
 # **Fidelity.** Full: H ∈ {4, 6, 8, 10, 12}, 3000 steps each, PG, PPO, PMPO, IS-PG and DG,

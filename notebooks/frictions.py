@@ -28,7 +28,7 @@
 # panel also VCPO (truncated IS, min-variance baseline, ESS-scaled step) and GAC (PPO + gradient
 # alignment control).
 #
-# **Paper fidelity** (the committed figure): H = 10, 5 seeds (one job each), 600 steps, PG, PMPO and
+# **Paper fidelity** (the committed figure): H = 10, 5 seeds (one job each), 500 steps, PG, PMPO and
 # DG (+ VCPO and GAC under staleness), strengths D ∈ {0, 4, 16}, p_bug and p ∈ {0, 0.1, 0.3},
 # p_disc ∈ {0, 0.01, 0.03}; every claim asserted as at full fidelity.
 #

@@ -20,7 +20,7 @@
 # exactly s learner versions behind (fixed-lag mode; each token is stamped with its version). A
 # policy that ignores the prompt reaches a reward of about 0.29.
 #
-# Paper fidelity (the committed figure) runs all five methods at s ∈ {0, 4, 16}, 5 seeds, 150 steps.
+# Paper fidelity (the committed figure) runs all five methods at s ∈ {0, 16}, 5 seeds, 150 steps.
 # Quick fidelity runs REINFORCE, VCPO and DG at s = 16 only, 3 seeds, 100 steps (plus the
 # staleness-0 equivalence and a bounded-mode run); full fidelity adds TIS and decoupled PPO,
 # s ∈ {0, 2, 4, 8, 16}, 8 seeds, 150 steps. VCPO is as published (`simulations.methods.VCPO`):

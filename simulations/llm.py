@@ -31,7 +31,7 @@ METHODS = {
 FIDELITY = {
     "quick": {"seeds": 3, "steps": 100, "staleness": (16,), "methods": ("REINFORCE", "VCPO", "DG"),
               "eval_prompts": 128},
-    "paper": {"seeds": 5, "steps": 150, "staleness": (0, 4, 16), "methods": tuple(METHODS), "eval_prompts": 256},
+    "paper": {"seeds": 5, "steps": 150, "staleness": (0, 16), "methods": tuple(METHODS), "eval_prompts": 256},
     "full": {"seeds": 8, "steps": 150, "staleness": (0, 2, 4, 8, 16), "methods": tuple(METHODS),
              "eval_prompts": 256},
 }
