@@ -226,14 +226,28 @@ def code_commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def notebook_key(source: Path, jobs: Sequence[Job], store: ResultsStore, env: dict[str, str]) -> str:
-    """sha256 of the notebook source, its jobs' ids and stored results, and its non-place settings."""
+def notebook_key(source: Path, jobs: Sequence[Job], store: ResultsStore, env: dict[str, str],
+                 code: Sequence[Path] = ()) -> str:
+    """sha256 of the notebook source, its jobs' ids and stored results, its non-place settings and
+    the ``code`` it runs (the figure modules and the library's analysis: claims, statistics, plots)."""
     digest = hashlib.sha256(Path(source).read_bytes())
+    for path in sorted(code):
+        digest.update(str(path.name).encode() + b"\0" + Path(path).read_bytes())
     for job in sorted(unique_jobs(jobs), key=lambda j: j.id):
         digest.update(job.id.encode())
         digest.update(hashlib.sha256(store.path(job.id).read_bytes()).digest())
     digest.update(json.dumps({k: v for k, v in env.items() if k not in PLACES}, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def notebook_code(registry) -> list[Path]:
+    """The sources a notebook's claims depend on besides its own: the figure registry's package
+    (``simulations/*.py``) and ``sandbox/analysis/*.py``."""
+    files = sorted(Path(__file__).resolve().parent.joinpath("analysis").glob("*.py"))
+    module_file = getattr(registry, "__file__", None)
+    if module_file:
+        files += sorted(Path(module_file).resolve().parent.glob("*.py"))
+    return files
 
 
 def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> list[Path] | None:
@@ -300,7 +314,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                    "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
                    "SANDBOX_WORKERS": str(workers or 1), "SANDBOX_BASE_SEED": str(base_seed)}
             source = figure.notebook_path()
-            key = notebook_key(source, jobs, store, env)
+            key = notebook_key(source, jobs, store, env, notebook_code(registry))
             cached = None if rerun else _cached(record, key, claims_path, figures_dir)
             if cached is None:
                 claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims

@@ -122,7 +122,7 @@ ASSERTED = {
 ASSERTED["paper"] = ASSERTED["full"]
 
 
-def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int = 0) -> pd.DataFrame:
+def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str) -> pd.DataFrame:
     """Record the figure's claims in ``book`` (asserted: ``ASSERTED[fidelity]``; the rest reported)
     and return the table of paired differences (strongest strength − strength 0, per method)."""
     check_choice("fidelity", fidelity, tuple(FIDELITY))
@@ -141,14 +141,17 @@ def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str, base_seed: int =
     on_policy = {m: final_errors(frame, fidelity, "top-p (full report)", m, 0) for m in METHODS}
     gap = max(float(np.abs(on_policy[m] - on_policy["PG"]).max()) for m in ("TIS", "DPPO", "VESPO"))
     settle(book.exact("sanity-on-policy-equal", "sanity check: on-policy, TIS, DPPO and VESPO give PG's final "
-                      "error (ratios are 1)", gap, gap < 1e-6, "max |error − PG's| over seeds"))
+                      "error (ratios are 1)", gap, gap < 1e-6, "max |error − PG's| over seeds", kind="sanity"))
     budget = f["D"] - max(f["strengths"]["drop admission"])
     schedule = DelaySchedule("uniform", D=f["D"], admission="drop", budget=budget)
-    expected = np.mean([schedule.delay(t, base_seed) > budget for t in range(f["steps"])])
+    dropped_runs = frame[frame.setting == setting("drop admission", max(f["strengths"]["drop admission"]), f["D"])]
+    seed = int(dropped_runs["seed"].iloc[0])  # the runs' own seed (``--base-seed K`` moves it by K·1000)
+    expected = np.mean([schedule.delay(t, seed) > budget for t in range(f["steps"])])
     logged = final_errors(frame, fidelity, "drop admission", "PG", max(f["strengths"]["drop admission"]),
                           "prompts_dropped_frac")
     settle(book.close("sanity-dropped-fraction", f"sanity check: the logged fraction of prompts never learned from "
-                      f"is the fraction of steps with d_t > {budget} ({expected:.3f})", logged, expected, 1e-9))
+                      f"is the fraction of steps with d_t > {budget} ({expected:.3f})", logged, expected, 1e-9,
+                      kind="sanity"))
     rows = []
     for panel, strengths in f["strengths"].items():
         top = max(strengths)

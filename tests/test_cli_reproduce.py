@@ -52,6 +52,11 @@ def test_notebook_key_follows_source_results_and_settings_not_places(tmp_path):
     assert changed != key
     source.write_text("# %%\n2\n")
     assert rep.notebook_key(source, jobs, store, env) != changed
+    module = tmp_path / "figs.py"
+    module.write_text("CLAIM = 1\n")
+    with_code = rep.notebook_key(source, jobs, store, env, [module])
+    module.write_text("CLAIM = 2\n")  # a figure module's claim code changed: execute again
+    assert rep.notebook_key(source, jobs, store, env, [module]) != with_code
 
 
 def test_a_second_reproduce_reuses_unchanged_notebooks(tmp_path, monkeypatch):
