@@ -32,11 +32,12 @@ DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
 
-#: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md):
-#: no job's code imports them (tests/reliability/test_store.py runs every kind of job and checks), so
-#: editing them leaves the numbers, and the stored results, valid
+#: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
+#: scorecard's front end and report): no training job imports them (tests/reliability/test_store.py
+#: runs every kind of job and checks), so editing them leaves the numbers, and stored results, valid
 PRESENTATION = ("cli.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py", "analysis/claims.py",
-                "analysis/plotting.py", "analysis/stats.py")
+                "analysis/plotting.py", "analysis/stats.py", "scoring/__init__.py", "scoring/api.py",
+                "scoring/statistics.py", "scoring/report.py", "scoring/batteries/versions.py")
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,9 +55,7 @@ def code_version() -> dict[str, str]:
 
 
 def _package() -> Path:
-    import sandbox
-
-    return Path(sys.modules["sandbox"].__file__).resolve().parent
+    return Path(sys.modules["sandbox"].__file__).resolve().parent  # imported: this module is in it
 
 
 def _file_hash(path: Path) -> str:

@@ -10,7 +10,6 @@ Interrupted runs resume (finished jobs are never recomputed; writes are atomic).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import logging
 import math
@@ -21,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from sandbox.analysis.store import DEFAULT_ROOT, ResultsStore
+from sandbox.analysis.store import code_version as store_code_version
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.pool import import_plugins
 from sandbox.runtime.sweep import Job, SweepReport, intra_op_threads, run_sweep
@@ -28,22 +28,13 @@ from sandbox.scoring.battery import Battery, Cell
 from sandbox.scoring.recipes import Recipe
 
 log = logging.getLogger(__name__)
-PACKAGE = Path(__file__).resolve().parents[1]
-#: sources that never run inside a job, so cannot change a stored number (command line, the
-#: scoring front end, statistics and report drawing, the figure pipeline)
-PRESENTATION = ("cli.py", "reproduce.py", "analysis/plotting.py", "analysis/claims.py", "scoring/__init__.py",
-                "scoring/api.py", "scoring/statistics.py", "scoring/report.py", "scoring/batteries/versions.py")
 
 
-@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """sha256 (16 hex digits) over the library's ``.py`` sources, except presentation-only files."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        if rel not in PRESENTATION:
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    """The library's code version (``sandbox.analysis.store.code_version``: every ``.py`` source but
+    the presentation-only ones), stamped into every scoring job: an edit that can change a number
+    makes new jobs."""
+    return store_code_version()["source"]
 
 
 def file_hash(path: str | Path) -> str:
