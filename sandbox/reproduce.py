@@ -37,6 +37,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sandbox.analysis.claims import Claim, format_claims, load_claims
+from sandbox.analysis.provenance import git_commit
 from sandbox.analysis.store import ResultsStore
 from sandbox.claims_file import write_claims_file
 from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
@@ -211,21 +212,6 @@ def figure_note(claims_path: Path) -> str:
     return path.read_text().strip() if path.is_file() else ""
 
 
-def code_commit() -> str:
-    """The git commit of the checkout (with ``+dirty`` if it has uncommitted changes), or ''."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return head + ("+dirty" if dirty else "")
-
-
 def notebook_key(source: Path, jobs: Sequence[Job], store: ResultsStore, env: dict[str, str],
                  code: Sequence[Path] = ()) -> str:
     """sha256 of the notebook source, its jobs' ids and stored results, its non-place settings and
@@ -327,7 +313,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                     "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
                     "job_seconds": round(job_seconds(jobs, store), 1), "jobs": len(unique_jobs(jobs)),
-                    "note": figure_note(claims_path), "commit": code_commit(), "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
+                    "note": figure_note(claims_path), "commit": git_commit(), "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
             outcome.cached = cached is not None
             outcome.record = json.loads(record.read_text())
         except Exception as err:  # report and go on to the next figure

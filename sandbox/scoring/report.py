@@ -6,30 +6,17 @@ and ``scorecard.json`` (everything)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from sandbox.analysis.provenance import git_commit
 from sandbox.scoring.battery import FRICTIONS, Battery
 from sandbox.scoring.statistics import aggregate_iqm, cell_interval, probability_of_improvement
 
 REQUIRED = ("method", "cell", "friction", "seed", "score", "diverged")
-
-
-def commit() -> str:
-    """The repository's short commit, ``-dirty`` when its tracked files differ; 'unknown' outside git."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
 
 
 def summarise(frame: pd.DataFrame, battery: Battery, new: str, methods: list[str], seed: int = 0) -> dict:
@@ -68,7 +55,7 @@ def summarise(frame: pd.DataFrame, battery: Battery, new: str, methods: list[str
     poi = {a: {b: asdict(probability_of_improvement([scores[a, c] for c in cells], [scores[b, c] for c in cells],
                                                     seed=seed))
                for b in methods if b != a} for a in methods}
-    return {"battery": battery.name, "version": battery.version, "hash": battery.hash, "commit": commit(),
+    return {"battery": battery.name, "version": battery.version, "hash": battery.hash, "commit": git_commit(),
             "new": new, "methods": methods, "seeds": {c.name: c.seeds for c in battery.cells},
             "cells": rows, "aggregate": per_method, "probability_of_improvement": poi}
 

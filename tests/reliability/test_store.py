@@ -20,6 +20,18 @@ from sandbox.runtime.sweep import Job, load_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
+def _copy_of_the_package(tmp_path, monkeypatch) -> Path:
+    """A copy of the sandbox package that ``code_version`` hashes instead (``monkeypatch.undo()`` and
+    ``code_version.cache_clear()`` restore the real one)."""
+    package = tmp_path / "sandbox"
+    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    fake = type(sys)("sandbox")
+    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
+    monkeypatch.setitem(sys.modules, "sandbox", fake)
+    code_version.cache_clear()
+    return package
+
 VALUE = 0.123456789
 
 
@@ -90,12 +102,7 @@ def test_a_damaged_result_is_detected_and_recomputed(tmp_path, damage):
 
 
 def test_a_change_of_the_library_source_changes_the_code_hash(tmp_path, monkeypatch):
-    package = tmp_path / "sandbox"
-    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
-    fake = type(sys)("sandbox")
-    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
-    monkeypatch.setitem(sys.modules, "sandbox", fake)
-    code_version.cache_clear()
+    package = _copy_of_the_package(tmp_path, monkeypatch)
     try:
         same = code_version()
         assert same == {**same, "version": sandbox.__version__}
@@ -180,12 +187,7 @@ def test_presentation_modules_are_left_out_of_the_code_hash_and_no_job_imports_t
     worker processes and every figure family's job functions leave them all unimported."""
     from sandbox.analysis.store import PRESENTATION
 
-    package = tmp_path / "sandbox"
-    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
-    fake = type(sys)("sandbox")
-    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
-    monkeypatch.setitem(sys.modules, "sandbox", fake)
-    code_version.cache_clear()
+    package = _copy_of_the_package(tmp_path, monkeypatch)
     try:
         before = code_version()["source"]
         for name in PRESENTATION:
@@ -223,12 +225,7 @@ def test_a_result_stays_valid_while_the_modules_its_job_imported_are_unchanged(t
     keeps the result 'ok'; an edit of one of its modules makes it 'stale'."""
     from sandbox.analysis.store import job_code
 
-    package = tmp_path / "sandbox"
-    shutil.copytree(Path(sandbox.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
-    fake = type(sys)("sandbox")
-    fake.__file__, fake.__version__ = str(package / "__init__.py"), sandbox.__version__
-    monkeypatch.setitem(sys.modules, "sandbox", fake)
-    code_version.cache_clear()
+    package = _copy_of_the_package(tmp_path, monkeypatch)
     store = ResultsStore(tmp_path / "r")
     try:
         code = {**code_version(), "modules": {"core/rollout.py": store_module._file_hash(package / "core/rollout.py")}}
