@@ -203,7 +203,8 @@ def test_new_advantages_population_axis_is_independent(seed, S, n_groups, size):
         for s in range(S):
             assert torch.allclose(joint[s], adv(rewards[s], group), atol=1e-6)
     whitened = make_advantage("reinforce_pp")(rewards, group)
-    assert torch.allclose(whitened.mean(-1), torch.zeros(S), atol=1e-6)
+    # unit-variance values of size ≤ √n: float32 rounding of their mean reaches ~2e-6
+    assert torch.allclose(whitened.mean(-1), torch.zeros(S), atol=1e-5)
 
 
 def test_registry_lists_new_entries():

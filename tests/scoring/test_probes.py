@@ -64,23 +64,27 @@ def test_dg_keeps_more_signal_than_pg_under_rare_failures():
         assert dg["signal_fraction"] > pg["signal_fraction"]
 
 
-@register_estimator("probe_nan_pg")
 @dataclass(frozen=True)
 class NaNPG(Estimator):
-    """Returns NaN losses: a diverged estimator."""
+    """Returns NaN losses: a diverged estimator (registered only inside its test, so that the
+    estimator-wide tests never meet it)."""
 
     def token_loss(self, t: PGTerms):
         return t.logp * float("nan")
 
 
 def test_a_nan_estimator_is_a_diverged_seed_scoring_zero():
-    cell = CELL
-    recipe = _recipe("nan", "probe_nan_pg")
-    frame = score_cell(cell, recipe, seed=0)
-    assert frame["diverged"].all() and (frame["score"] == 0).all() and frame["value"].map(math.isnan).all()
-    ok = run_probe(cell, {**recipe, "estimator": "reinforce"}, 0, 3)
-    assert not ok["diverged"].any() and ok["value"].between(0, 1).all()
-    assert "probe_nan_pg" in ESTIMATORS
+    register_estimator("probe_nan_pg")(NaNPG)
+    try:
+        cell = CELL
+        recipe = _recipe("nan", "probe_nan_pg")
+        frame = score_cell(cell, recipe, seed=0)
+        assert frame["diverged"].all() and (frame["score"] == 0).all() and frame["value"].map(math.isnan).all()
+        ok = run_probe(cell, {**recipe, "estimator": "reinforce"}, 0, 3)
+        assert not ok["diverged"].any() and ok["value"].between(0, 1).all()
+        assert "probe_nan_pg" in ESTIMATORS
+    finally:
+        ESTIMATORS._entries.pop("probe_nan_pg", None)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -102,18 +106,22 @@ def test_estimators_that_draw_random_numbers_are_probed_not_diverged():
     assert frame["value"].equals(run_probe(cell, recipe, 0, 3)["value"])
 
 
-def test_an_estimator_error_other_than_non_finite_input_is_raised():
-    """Only non-finite inputs count as divergence; any other refusal is an error, not a score of 0."""
-    cell = {**CELL, "seeds": 1}
-    recipe = _recipe("refuses", "probe_refusing_pg")
-    with pytest.raises(ValueError, match="refuses every batch"):
-        run_probe(cell, recipe, 0, 1)
-
-
-@register_estimator("probe_refusing_pg")
 @dataclass(frozen=True)
 class RefusingPG(Estimator):
-    """Raises on every batch (a stand-in for an estimator's own input check)."""
+    """Raises on every batch (a stand-in for an estimator's own input check); registered only for
+    the test that needs it, so that no other test meets it in the registry."""
 
     def token_loss(self, t: PGTerms):
         raise ValueError("probe_refusing_pg refuses every batch")
+
+
+def test_an_estimator_error_other_than_non_finite_input_is_raised():
+    """Only non-finite inputs count as divergence; any other refusal is an error, not a score of 0."""
+    register_estimator("probe_refusing_pg")(RefusingPG)
+    try:
+        cell = {**CELL, "seeds": 1}
+        recipe = _recipe("refuses", "probe_refusing_pg")
+        with pytest.raises(ValueError, match="refuses every batch"):
+            run_probe(cell, recipe, 0, 1)
+    finally:
+        ESTIMATORS._entries.pop("probe_refusing_pg", None)
