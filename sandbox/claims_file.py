@@ -34,7 +34,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     results_dir = Path(results_dir)
     published = published or {}
     suffix = f".seed{base_seed}" if base_seed else ""
-    rows, claim_rows, total_jobs, total_notebooks, verdicts = [], [], 0.0, 0.0, dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
+    rows, claim_rows, total_jobs, total_notebooks = [], [], 0.0, 0.0
+    verdicts = dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
     for figure in figures:
         record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -57,7 +58,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
             "a figure's row says the commit it was made at.", "",
             f"**Totals:** {verdicts['PASS']} PASS, {verdicts['CHECK']} CHECK (sanity checks that passed), "
-            f"{verdicts['FAIL']} FAIL, {verdicts['INFO']} INFO (reported, not asserted). Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
+            f"{verdicts['FAIL']} FAIL, {verdicts['INFO']} INFO (reported, not asserted). "
+            f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
             f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time.", "",
             "## Figures", "",
             "| figure | seeds, steps, data | jobs | job compute | notebook | commit, finished |",

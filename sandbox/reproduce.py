@@ -304,6 +304,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
             cached = None if rerun else _cached(record, key, claims_path, figures_dir)
             if cached is None:
                 claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
+                claims_path.with_suffix(".note.txt").unlink(missing_ok=True)  # nor a stale footer
                 notebook_start = time.perf_counter()
                 output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
                 execute_notebook(source, output, env, progress=progress)
@@ -313,7 +314,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                     "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
                     "job_seconds": round(job_seconds(jobs, store), 1), "jobs": len(unique_jobs(jobs)),
-                    "note": figure_note(claims_path), "commit": git_commit(), "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
+                    "note": figure_note(claims_path), "commit": git_commit(),
+                    "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
             outcome.cached = cached is not None
             outcome.record = json.loads(record.read_text())
         except Exception as err:  # report and go on to the next figure
