@@ -29,12 +29,14 @@ def _hours(seconds: float) -> str:
 
 
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
-                    command: str = "", workers: int = 1, base_seed: int = 0) -> str:
-    """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``."""
+                    command: str = "", workers: int = 1, base_seed: int = 0,
+                    last_run: tuple[int, float] | None = None) -> str:
+    """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
+    ``last_run`` = (figures, wall seconds) of the invocation that writes it."""
     results_dir = Path(results_dir)
     published = published or {}
     suffix = f".seed{base_seed}" if base_seed else ""
-    rows, claim_rows, total_jobs, total_notebooks = [], [], 0.0, 0.0
+    rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
     for figure in figures:
         record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
@@ -43,8 +45,10 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
         if not record:
             rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | |")
             continue
-        jobs_s, notebook_s = float(record.get("job_seconds", 0)), float(record.get("notebook_seconds", 0))
-        total_jobs += jobs_s
+        seconds = record.get("job_seconds", {})
+        seconds = seconds if isinstance(seconds, dict) else {figure.name: float(seconds)}  # older records: a sum
+        jobs_s, notebook_s = sum(seconds.values()), float(record.get("notebook_seconds", 0))
+        job_time.update(seconds)  # a job shared by two figures counts once in the totals
         total_notebooks += notebook_s
         rows.append(f"| `{figure.name}` | {_cell(record.get('note', ''))} | {record.get('jobs', '')} | "
                     f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} |")
@@ -53,14 +57,19 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
                               f"{_cell(c.detail)} | **{c.verdict}** | {_cell(_published(published, figure.name, c.name))} |")
+    total_jobs = sum(job_time.values())
     wall = (total_jobs / max(workers, 1) + total_notebooks)
+    last = (f" The invocation that wrote this file ran {last_run[0]} figure{'s' if last_run[0] != 1 else ''} in "
+            f"{_hours(last_run[1])} of wall time (finished jobs and unchanged notebooks are reused, not rerun)."
+            if last_run else "")
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
             "a figure's row says the commit it was made at.", "",
             f"**Totals:** {verdicts['PASS']} PASS, {verdicts['CHECK']} CHECK (sanity checks that passed), "
             f"{verdicts['FAIL']} FAIL, {verdicts['INFO']} INFO (reported, not asserted). "
             f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
-            f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time.", "",
+            f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time "
+            f"(a job shared by two figures counts once here, in each figure's row below).{last}", "",
             "## Figures", "",
             "| figure | seeds, steps, data | jobs | job compute | notebook | commit, finished |",
             "|---|---|---|---|---|---|", *rows, "",

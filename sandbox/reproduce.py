@@ -200,10 +200,10 @@ def execute_notebook(source: Path, output: Path | None, env: dict[str, str], tim
         raise err
 
 
-def job_seconds(jobs: Sequence[Job], store: ResultsStore) -> float:
-    """Compute time of ``jobs``: the sum of the seconds each stored result records (0 where a
-    result predates that record)."""
-    return sum(float(store.metadata(j.id).get("seconds", 0.0)) for j in unique_jobs(jobs))
+def job_seconds(jobs: Sequence[Job], store: ResultsStore) -> dict[str, float]:
+    """Compute time of each of ``jobs``: the seconds its stored result records (0 where a result
+    predates that record)."""
+    return {j.id: float(store.metadata(j.id).get("seconds", 0.0)) for j in unique_jobs(jobs)}
 
 
 def figure_note(claims_path: Path) -> str:
@@ -271,6 +271,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     ``figures_dir`` defaults to ``default_figures_dir(fidelity)``; ``rerun`` executes notebooks
     even when their inputs did not change; ``base_seed`` K moves every job's seeds by
     K·SEED_STRIDE (``offset_seeds``): an independent replication."""
+    started = time.perf_counter()
     registry = figures()
     if fidelity not in registry.FIDELITIES:
         raise ValueError(f"fidelity must be one of {list(registry.FIDELITIES)}, got {fidelity!r}")
@@ -313,7 +314,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                 record.write_text(json.dumps({
                     "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
-                    "job_seconds": round(job_seconds(jobs, store), 1), "jobs": len(unique_jobs(jobs)),
+                    "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
                     "note": figure_note(claims_path), "commit": git_commit(),
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
             outcome.cached = cached is not None
@@ -329,7 +330,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir,
                           published=registry.published() if hasattr(registry, "published") else None,
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
-                          base_seed=base_seed)
+                          base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
     return outcomes
 
 
