@@ -2,8 +2,9 @@
 reversal H = 10 for 3000 steps). Data only; hours on a CPU — run it on a cluster
 (``--backend ray``). Changing it bumps ``version``."""
 
-#: error of a uniform policy on token reversal with V = 2, H = 10 (to-first-error reward)
-RANDOM_REVERSAL_H10 = 1 - sum(2.0 ** -k for k in range(1, 11)) / 10
+from sandbox.scoring.batteries import uniform_reversal_error
+
+RANDOM_REVERSAL_H10 = uniform_reversal_error(10)  # V = 2, to-first-error reward
 
 BATTERY = {
     "name": "paper",

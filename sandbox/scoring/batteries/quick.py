@@ -5,10 +5,11 @@ estimator"). Changing anything here changes the battery's hash: bump ``version``
 hash in ``versions.py`` (tests/scoring/test_battery.py fails until you do).
 """
 
-#: error of a uniform policy on token reversal with V = 2 and the to-first-error reward (``match``,
-#: pinned below: the sequence figures use 'per_position', whose uniform error is 1 − 1/V = 0.5):
-#: 1 − Σ_{k=1..H} 2^−k / H (the expected correct prefix of random tokens)
-RANDOM_REVERSAL_H3 = 1 - (1 / 2 + 1 / 4 + 1 / 8) / 3
+from sandbox.scoring.batteries import uniform_reversal_error
+
+#: the reversal cells pin the to-first-error reward (``match``): the sequence figures use
+#: 'per_position', whose uniform error is 1 − 1/V = 0.5
+RANDOM_REVERSAL_H3 = uniform_reversal_error(3)
 
 BATTERY = {
     "name": "quick",

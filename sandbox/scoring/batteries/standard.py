@@ -2,8 +2,9 @@
 causal LM under real staleness on Ray (rollout workers 16 learner versions behind). Data only;
 sized for ≤ 60 minutes of a new estimator's runs on 2 cores. Changing it bumps ``version``."""
 
-#: error of a uniform policy on token reversal with V = 2, H = 4 (to-first-error reward)
-RANDOM_REVERSAL_H4 = 1 - sum(2.0 ** -k for k in range(1, 5)) / 4
+from sandbox.scoring.batteries import uniform_reversal_error
+
+RANDOM_REVERSAL_H4 = uniform_reversal_error(4)  # V = 2, to-first-error reward
 
 BATTERY = {
     "name": "standard",
