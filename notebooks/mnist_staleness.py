@@ -111,6 +111,9 @@ book.less("dg-beats-is-pg-large-delay",
 book.above("reinforce-fails", f"at D = {D_large}, REINFORCE's final error is above 0.5", pg, 0.5)
 book.greater("reinforce-worse-than-sync", f"REINFORCE at D = {D_large} ends above REINFORCE at D = 0 (paired)",
              pg, final_errors("REINFORCE", 0))
+for m in ("DG", "IS-PG (exact μ)", "REINFORCE"):  # the numbers P2 reports at D = 1,000 (README)
+    book.measure(f"error-at-D{D_large}-{m.split()[0].lower()}", f"{m}'s final error at D = {D_large}, step {final}",
+                 final_errors(m, D_large), worse="high")
 table = {m: [round(float(np.mean(final_errors(m, D))), 4) for D in delays] for m in STALENESS}
 print("final error (mean over seeds) at D =", delays)
 for m, v in table.items():

@@ -4,7 +4,8 @@ Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. I
 what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``), so a
 run resumed after an interruption, or one that redraws a single figure, still lists them all.
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
-papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``).
+papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``), and
+``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ def _hours(seconds: float) -> str:
 
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
                     command: str = "", workers: int = 1, base_seed: int = 0,
-                    last_run: tuple[int, float] | None = None) -> str:
+                    last_run: tuple[int, float] | None = None, headlines: str = "") -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
-    ``last_run`` = (figures, wall seconds) of the invocation that writes it."""
+    ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
+    markdown table of the papers' headline numbers beside ours."""
     results_dir = Path(results_dir)
     published = published or {}
     suffix = f".seed{base_seed}" if base_seed else ""
@@ -70,6 +72,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
             f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time "
             f"(a job shared by two figures counts once here, in each figure's row below).{last}", "",
+            *(["## Published numbers beside ours", "", headlines, ""] if headlines else []),
             "## Figures", "",
             "| figure | seeds, steps, data | jobs | job compute | notebook | commit, finished |",
             "|---|---|---|---|---|---|", *rows, "",

@@ -329,6 +329,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     if fidelity in CLAIMS_FILE_FIDELITIES:
         write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir,
                           published=registry.published() if hasattr(registry, "published") else None,
+                          headlines=registry.headlines(results_dir, fidelity) if hasattr(registry, "headlines") else "",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
     return outcomes

@@ -112,3 +112,10 @@ def published() -> dict[tuple[str, str], str]:
     from simulations.paper_statements import published as statements
 
     return statements()
+
+
+def headlines(results_dir: str | os.PathLike, fidelity: str) -> str:
+    """The published-vs-sandbox table of the papers' headline numbers (README, CLAIMS.md)."""
+    from simulations.paper_statements import headline_markdown
+
+    return headline_markdown(results_dir, fidelity)

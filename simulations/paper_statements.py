@@ -9,9 +9,12 @@ read off a plot.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pandas as pd
+
+from sandbox.analysis.claims import load_claims
 
 DATA = Path(__file__).resolve().parent / "data" / "published.csv"
 NOT_STATED = "its number is not in the text available offline"
@@ -45,3 +48,54 @@ def published() -> dict[tuple[str, str], str]:
         text = f"{paper} ({entry['figure']}): {entry['value']}"
         out[key] = text + (f" — {note}" if note else "")
     return out
+
+
+#: The issue's headline numbers, paper against sandbox: (figure, measured claim-name pattern,
+#: published.csv row, what a third-party summary reads off the paper's plot — unverified, a lead and
+#: not a published value; PUBLISHED.md says where it comes from — and why ours may differ).
+HEADLINES = [
+    ("reversal-learning", "error-at-K-dg", 2, "~10⁻⁴ (sequence error)", "error is 1 − E[R] with the reference "
+     "launcher's reward, the fraction of positions correct"),
+    ("reversal-learning", "error-at-K-pg", 4, "", "PPO (row P1 3, read as ~10⁻²) makes PG's update here: one "
+     "update per fresh batch"),
+    ("reversal-learning", "error-at-K-pmpo", 5, "", ""),
+    ("mnist-staleness", "error-at-D*-dg", 17, "~2%", "the 10k-image split offline (8k train) when the 60k set "
+     "is absent"),
+    ("mnist-staleness", "error-at-D*-is-pg", 18, "~8%", ""),
+    ("mnist-staleness", "error-at-D*-reinforce", 19, "~90%", ""),
+    ("all-frictions", "error-at-H*-pg", 20, "~60%", "error 1 − E[R] as above; 800 steps (10k per the "
+     "summary); P2's friction strengths are not in the available text, ours are in the notebook"),
+    ("all-frictions", "error-at-H*-pmpo", 21, "~15%", ""),
+    ("all-frictions", "error-at-H*-ppo", 22, "~10%", ""),
+    ("all-frictions", "error-at-H*-dg", 23, "~0.3%", ""),
+    ("all-frictions", "longest-H-pg", 24, "~3.5", "our grid is H ∈ {6, 8, 10}: 0 means below 6, 10 means "
+     "at least 10"),
+    ("all-frictions", "longest-H-ppo", 25, "~5", ""),
+    ("all-frictions", "longest-H-pmpo", 26, "~8", ""),
+    ("all-frictions", "longest-H-dg", 27, "~13", ""),
+    ("async-signatures", "stale-ess-drops", 35, "", ""),
+    ("llm-staleness", "vcpo-*", 39, "", "a tiny LM at lag 16, not VCPO's 1.5–7B models"),
+    ("async-signatures", "stale-cos-high", 58, "", ""),
+    ("async-signatures", "*restores*", 59, "", ""),
+]
+
+
+def headline_markdown(results_dir: str | Path, fidelity: str) -> str:
+    """The published-vs-sandbox table (README and ``CLAIMS.md``): one row per headline, with our
+    measured value or verdict and its 95% interval over seeds, read from the stored claims."""
+    table = pd.read_csv(DATA)
+    rows = ["| paper | quantity | method | published | third-party reading (unverified) | sandbox, 95% interval "
+            "(seeds) | why they may differ |", "|---|---|---|---|---|---|---|"]
+    for figure, pattern, row, reading, why in HEADLINES:
+        entry = table.loc[row]
+        said = "not in the text available offline" if entry["kind"] == "not-stated" else entry["value"]
+        path = Path(results_dir) / "claims" / f"{figure}.{fidelity}.json"
+        found = [c for c in load_claims(path) if fnmatchcase(c.name, pattern)] if path.is_file() else []
+        named = entry["kind"] == "text"  # a qualitative statement: say which of our claims tests it
+        ours = "; ".join((f"{c.name} " if named else "") + f"{c.interval} ({c.n} seeds)"
+                         + ("" if c.verdict == "INFO" else f" **{c.verdict}**") for c in found)
+        ours = ours or f"not run yet at {fidelity} fidelity"
+        cells = [entry["paper"], entry["quantity"], entry["method"], said, reading or "–", f"`{figure}`: {ours}",
+                 why or "–"]
+        rows.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(rows)

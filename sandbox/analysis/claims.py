@@ -202,6 +202,23 @@ class ClaimBook:
         detail = f"{statistic} {'<' if sign < 0 else '>'} {threshold:g} over {values.size} seeds ({iv.method}){note}"
         return self.holds(name, statement, iv, passed, detail, kind, values.size, count)
 
+    def measure(self, name: str, statement: str, values, worse: str, statistic: str = "mean") -> Claim:
+        """A measured quantity (e.g. DG's final error at D = 1,000) with its interval over seeds,
+        reported as INFO and not asserted: the number set beside a paper's. ``worse`` ('high' or
+        'low') is the end of the metric a diverged seed scores."""
+        values = _seeds("values", values)
+        if worse not in ("high", "low"):
+            raise ValueError(f"worse must be 'high' or 'low' (the end a diverged seed scores), got {worse!r}")
+        (values,), count = score_diverged([values], [worse], worse)
+        if np.isnan(values).all():
+            iv, how = Interval(math.nan, math.nan, math.nan, n=values.size), "every seed diverged"
+        else:
+            iv = interval(values, statistic, self.confidence)
+            how = iv.method
+        detail = f"measured, not asserted: {statistic} over {values.size} seeds ({how})"
+        return self.record(Claim(self.figure, name, statement, float(iv.estimate), float(iv.low), float(iv.high),
+                                 None, detail, "evidence", values.size, count))
+
     def exact(self, name: str, statement: str, value: float, passed: bool, detail: str = "exact",
               kind: str = "evidence") -> Claim:
         """A claim about a number computed without sampling (its interval is the point itself); a

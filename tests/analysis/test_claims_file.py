@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,7 +27,8 @@ def test_claims_md_lists_every_figure_claim_verdict_seeds_and_published_statemen
          "commit": "abc1234", "finished": "2026-11-23 03:00 UTC"}))
     figures = [SimpleNamespace(name="fig-a"), SimpleNamespace(name="fig-b"), SimpleNamespace(name="fig-c")]
     text = claims_markdown(figures, "paper", results, published={("fig-a", "dg-below-p*"): "P1: DG wins"},
-                           command="sandbox reproduce --fidelity paper --workers 2", workers=2, last_run=(3, 90.0))
+                           command="sandbox reproduce --fidelity paper --workers 2", workers=2, last_run=(3, 90.0),
+                           headlines="| paper | quantity |\n|---|---|\n| P2 | error |")
     rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| `fig-a` |")}
     assert "2.00 h" in rows["fidelity=paper, 3 seeds, 100 steps"] and "`abc1234`" in rows["fidelity=paper, 3 seeds, 100 steps"]
     assert "**PASS**" in rows["DG's error is below PG's"] and rows["DG's error is below PG's"].endswith("| P1: DG wins |")
@@ -37,3 +39,30 @@ def test_claims_md_lists_every_figure_claim_verdict_seeds_and_published_statemen
     assert "2.00 h of job time" in text  # j2, shared by fig-a and fig-c, counts once
     assert "about 1.01 h of wall time" in text  # 2 h of jobs on 2 workers + 30 s of notebook
     assert "ran 3 figures in 1.5 min of wall time" in text
+    assert "## Published numbers beside ours\n\n| paper | quantity |" in text
+
+
+def test_the_headline_table_sets_each_measured_number_beside_the_papers_row(tmp_path):
+    from simulations.paper_statements import DATA, HEADLINES, headline_markdown
+
+    import pandas as pd
+
+    book = ClaimBook("mnist-staleness", tmp_path / "claims" / "mnist-staleness.paper.json")
+    book.measure("error-at-D1000-dg", "DG's final error at D = 1000", [0.02, 0.04, 0.03], worse="high")
+    book.measure("error-at-D1000-is-pg", "IS-PG's", [0.08, np.nan, 0.10], worse="high")  # a diverged seed
+    rows = {(r.split("|")[1].strip(), r.split("|")[2].strip(), r.split("|")[3].strip()): r
+            for r in headline_markdown(tmp_path, "paper").splitlines()[2:]}
+    assert len(rows) == len(HEADLINES)
+    dg = rows[("P2", "MNIST classification error at delay D = 1,000", "DG")]
+    assert "`mnist-staleness`: 0.03 [0.005159, 0.05484] (3 seeds)" in dg and "~2%" in dg  # 0.03 ± 4.303·0.01/√3
+    assert "0.1 [0.1, 0.1] (3 seeds)" not in rows[("P2", "MNIST classification error at delay D = 1,000",
+                                                   "IS-PG (exact importance weights)")]  # NaN → 0.10, the worst
+    assert "not run yet at paper fidelity" in rows[("P2", "MNIST classification error at delay D = 1,000", "REINFORCE")]
+    table = pd.read_csv(DATA)
+    for figure, pattern, row, _, _ in HEADLINES:  # a measured number sits beside its own method's row
+        measured = re.fullmatch(r"(?:error-at-[^-]+|longest-H)-(.+)", pattern)
+        if measured:
+            method = measured.group(1).upper()
+            assert table.loc[row, "method"].startswith(method) or f"({method})" in table.loc[row, "method"], (figure, row)
+        else:
+            assert table.loc[row, "kind"] == "text", (figure, pattern, row)  # a qualitative statement

@@ -173,3 +173,22 @@ def test_the_footer_says_what_the_bands_are(tmp_path):
     with pytest.raises(ValueError, match="statistic must be one of"):
         band(left, np.arange(4), np.ones((5, 4)), "pg", statistic="mode")
     plt.close(fig)
+
+
+def test_a_measured_quantity_is_reported_with_its_t_interval_and_diverged_seeds_at_the_worst_end():
+    book = ClaimBook("fig")
+    values = np.array([0.1, 0.3, 0.2, 0.6])
+    c = book.measure("dg-error", "DG's final error", values, worse="high")
+    n, mean, sd = 4, 0.3, np.std(values, ddof=1)  # by hand: 0.3 ± t_{3, .975}·s/2
+    half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    assert (c.passed, c.verdict, c.n, c.diverged) == (None, "INFO", 4, 0)
+    assert np.allclose([c.estimate, c.low, c.high], [mean, mean - half, mean + half])
+    c = book.measure("dg-error-nan", "with a diverged seed", [0.1, np.nan, 0.2], worse="high")
+    assert c.diverged == 1 and np.isclose(c.estimate, (0.1 + 0.2 + 0.2) / 3)  # NaN → the highest value
+    c = book.measure("reward", "a reward", [0.5, np.nan, 0.9], worse="low")
+    assert np.isclose(c.estimate, (0.5 + 0.5 + 0.9) / 3)
+    assert np.isnan(book.measure("all-nan", "every seed diverged", [np.nan, np.nan], worse="high").estimate)
+    with pytest.raises(ValueError, match="worse must be 'high' or 'low'"):
+        book.measure("x", "y", values, worse=None)
+    with pytest.raises(AssertionError, match="no claims were asserted"):
+        book.check()  # measurements alone assert nothing
