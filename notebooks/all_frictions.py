@@ -15,7 +15,7 @@
 # # All four frictions at once
 #
 # Token reversal with every friction of the frictions figure switched on together, at moderate
-# strengths: the actor D = 4 steps stale, a landmine bug at p_bug = 0.1 (fixed wrong answer
+# strengths: the actor D = 4 steps stale, a landmine bug at p_bug = 0.1 (the constant all-zeros answer
 # reported with probability 1), Bernoulli reward corruption at p = 0.1 and rare discovery at
 # p_disc = 0.02. Left: error vs step at one length. Right: for each seed, the longest H solved
 # within the step budget — *solved* meaning a final error (mean of the last three logged steps)

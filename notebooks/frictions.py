@@ -18,7 +18,8 @@
 # bit):
 # - **staleness** — the actor samples with the learner's parameters from D steps ago (fixed D);
 # - **actor bug** — landmine: with probability p a row's answer is replaced by the fixed wrong
-#   answer (every token + 1 mod V) and the actor reports probability 1 for it;
+#   answer — the reference's constant all-zeros answer (egg's launchers; the spec's default) — and
+#   the actor reports probability 1 for it;
 # - **reward corruption** — Bernoulli: with probability p the reward becomes 0 or 1 (50/50);
 # - **rare discovery** — with probability p a row's answer is replaced by the correct answer,
 #   reported with probability 1.

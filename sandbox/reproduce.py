@@ -237,10 +237,13 @@ def notebook_code(registry) -> list[Path]:
 
 
 def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> list[Path] | None:
-    """The figure files of a previous execution with the same key, if they are all still there."""
+    """The figure files of a previous execution with the same key, if they are all still there and
+    its claims all held (a figure whose claims failed is recorded, for CLAIMS.md, but not reused)."""
     if not (record.is_file() and claims_path.is_file()):
         return None
     saved = json.loads(record.read_text())
+    if saved.get("claims_failed"):  # executed again, so that the run reports the failure every time
+        return None
     files = [figures_dir / name for name in saved.get("files", [])]
     return files if saved.get("key") == key and files and all(p.is_file() for p in files) else None
 
@@ -308,7 +311,13 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                 claims_path.with_suffix(".note.txt").unlink(missing_ok=True)  # nor a stale footer
                 notebook_start = time.perf_counter()
                 output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
-                execute_notebook(source, output, env, progress=progress)
+                claims_failed = None
+                try:
+                    execute_notebook(source, output, env, progress=progress)
+                except Exception as err:  # a failed claim is a result to record; a crash is not
+                    if not any(c.passed is False for c in load_claims(claims_path)):
+                        raise
+                    claims_failed = err
                 written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps({
@@ -316,7 +325,10 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
                     "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
                     "note": figure_note(claims_path), "commit": git_commit(),
-                    "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}))
+                    "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "claims_failed": claims_failed is not None}))
+                if claims_failed is not None:
+                    raise claims_failed
             outcome.cached = cached is not None
             outcome.record = json.loads(record.read_text())
         except Exception as err:  # report and go on to the next figure

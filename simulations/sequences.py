@@ -52,7 +52,7 @@ TASK = {"match": "per_position"}
 #: the four friction panels: (label, how a strength enters the run config)
 PANELS = {
     "staleness": "actor D steps behind (fixed delay)",
-    "actor bug": "landmine: the fixed wrong answer (every token + 1 mod V) with prob. p, reported μ = 1",
+    "actor bug": "landmine: the constant all-zeros answer with prob. p, reported μ = 1",
     "reward corruption": "Bernoulli: reward replaced by 0 or 1 with prob. p",
     "rare discovery": "correct answer injected with prob. p, reported μ = 1",
 }
@@ -139,6 +139,12 @@ def friction_settings(panel: str, strength: float) -> dict:
     raise ValueError(f"panel must be one of {list(PANELS)}, got {panel!r}")
 
 
+#: task fields a panel's friction needs: the landmine's fixed wrong answer is the spec's and the
+#: reference's constant all-zeros answer (egg's dpg/distributed launchers), not the complement of the
+#: correct answer — at V = 2 pushing the complement down would teach the right answer
+PANEL_TASK = {"actor bug": {"wrong_answer": "constant"}}
+
+
 def combine(settings: list[dict]) -> dict:
     out: dict = {}
     for s in settings:
@@ -222,15 +228,17 @@ def friction_jobs(fidelity: str) -> list[Job]:
                 # strength 0 is the friction-free run: the same job (and result) as reversal-learning's
                 meta = {"panel": panel, "strength": s} if s else {}
                 jobs += run_jobs(fidelity, m, H=f["H"], steps=f["friction_steps"], settings=friction_settings(panel, s),
-                                 **meta)
+                                 task=PANEL_TASK.get(panel) if s else None, **meta)
     return jobs
 
 
 def all_friction_jobs(fidelity: str) -> list[Job]:
     f = FIDELITY[fidelity]
     settings = combine([friction_settings(p, s) for p, s in f["all_strengths"].items()])
+    task = {k: v for p in f["all_strengths"] for k, v in PANEL_TASK.get(p, {}).items()}
     return [j for m in f["all_methods"] for H in f["all_H"]
-            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings, seeds=f.get("all_seeds"))]
+            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings, seeds=f.get("all_seeds"),
+                              task=task)]
 
 
 def kondo_jobs(fidelity: str) -> list[Job]:

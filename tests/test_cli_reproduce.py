@@ -164,3 +164,37 @@ def test_paper_fidelity_writes_claims_md_and_a_resumed_run_rewrites_it_from_the_
     (quick,) = rep.reproduce(["gate"], fidelity="quick", workers=1, progress=False,
                              **{**dirs, "figures_dir": tmp_path / "f2"})
     assert quick.ok and not (tmp_path / "f2" / "CLAIMS.md").exists()  # only the paper tier writes one
+
+
+def test_a_figure_whose_claims_fail_is_listed_in_claims_md_with_its_fail_and_executed_again(tmp_path, monkeypatch):
+    from sandbox.analysis.claims import ClaimBook
+
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f", "notebooks_dir": tmp_path / "nb"}
+    calls = []
+
+    def notebook_with_a_failing_claim(source, output, env, progress=True):
+        calls.append(source)
+        book = ClaimBook("gate", env["SANDBOX_CLAIMS"])
+        book.less("dg-below-pg", "DG's error is below PG's", [0.5, 0.6, 0.7], [0.1, 0.2, 0.1])
+        Path(env["SANDBOX_FIGURES"]).mkdir(parents=True, exist_ok=True)
+        (Path(env["SANDBOX_FIGURES"]) / "gate.png").write_bytes(b"png")
+        book.check()  # raises AssertionError: the claim failed
+
+    monkeypatch.setattr(rep, "execute_notebook", notebook_with_a_failing_claim)
+    (first,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert not first.ok and first.error.startswith("AssertionError:   dg-below-pg")
+    claims_md = (tmp_path / "f" / "CLAIMS.md").read_text()
+    assert "0 PASS, 0 CHECK (sanity checks that passed), 1 FAIL" in claims_md
+    assert any(line.startswith("| `gate` | DG's error is below PG's |") and "**FAIL**" in line
+               for line in claims_md.splitlines())
+    (second,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert not second.ok and not second.cached and len(calls) == 2  # a failure is reported again, not reused
+
+    def crashing_notebook(source, output, env, progress=True):
+        raise RuntimeError("a bug in the notebook")
+
+    monkeypatch.setattr(rep, "execute_notebook", crashing_notebook)
+    record = tmp_path / "r" / "notebooks" / "gate.paper.json"
+    record.unlink()
+    (third,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert not third.ok and not record.exists()  # a crash records nothing: "not run yet" in CLAIMS.md
