@@ -110,6 +110,14 @@ save_figure(fig, "llm-staleness", note=f"fidelity={fidelity}, {runs.seed.nunique
 
 # %% [markdown]
 # ## Claims (paired over seeds)
+#
+# **At paper fidelity (5 seeds, 150 steps, s ∈ {0, 16}) two of the comparisons do not hold: FAIL.**
+# Measured at base seed 0, late reward per seed: REINFORCE 0.56, 0.29, 0.58, 0.28, 0.70 at s = 0
+# and 0.43, 0.65, 0.41, 0.68, 0.26 at s = 16 — synchronous REINFORCE at this learning rate already
+# collapses in 2 of 5 seeds, so the lag does not make it worse on average (+0.002 [−0.45, 0.45]).
+# DG's late reward at s = 16 is 0.59–0.83 and beats REINFORCE's (+0.24 [0.06, 0.42], PASS), and
+# REINFORCE falls by more than 0.15 from its best (PASS); but one DG seed also fell by 0.40 late in
+# training, so "DG's drawdown is smaller" is −0.13 [−0.28, 0.02], not certified at 5 seeds.
 
 # %%
 eq = equivalence.iloc[0]

@@ -105,6 +105,15 @@ save_figure(fig, "reversal-scaling", note=f"fidelity={fidelity}, {frame.replicat
 # DG's exponent is smaller than every baseline's: the bootstrap interval of α_baseline − α_DG
 # lies above 0 (paired resampling of seeds). Censored runs make a baseline's exponent a lower
 # bound, which works against the claim.
+#
+# **At paper fidelity the claim does not hold: FAIL on both axes.** Measured at base seed 0 (PG and
+# DG, 5 seeds, H = 2 … 10 at V = 2 and V = 2, 3, 4 at H = 4): α_PG − α_DG = −0.14 [−0.68, 0.28]
+# over H and −0.72 [−3.1, 0.85] over V — the point estimates even favour PG, and both intervals
+# cover 0. Within these budgets (300 … 1000 steps) the steps to error 0.3 grow at about the same
+# rate for both methods; PG's seeds that collapse onto a wrong answer are censored at the budget,
+# which lowers its exponent (see above). A bootstrap over 5 seeds is, if anything, too narrow, so
+# a wider interval would not turn the verdict. P2's "DG solves longer sequences" is tested in the
+# all-frictions figure instead.
 
 # %%
 for a in axes_present:
