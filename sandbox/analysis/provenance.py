@@ -8,12 +8,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: committed outputs of ``sandbox reproduce``, left out of the dirty check (git pathspecs)
+OUTPUTS = (":(exclude)paper_figures",)
+
+
 def git_commit() -> str:
-    """The repository's short commit, ``-dirty`` when its tracked files differ; 'unknown' outside git."""
+    """The repository's short commit, ``-dirty`` when its tracked files differ (the committed figure
+    outputs aside: a paper run rewrites them as it goes); 'unknown' outside git."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *OUTPUTS], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
