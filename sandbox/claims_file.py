@@ -47,8 +47,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
         if not record:
             rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | |")
             continue
-        seconds = record.get("job_seconds", {})
-        seconds = seconds if isinstance(seconds, dict) else {figure.name: float(seconds)}  # older records: a sum
+        seconds = record.get("job_seconds", {})  # job id → compute seconds
         jobs_s, notebook_s = sum(seconds.values()), float(record.get("notebook_seconds", 0))
         job_time.update(seconds)  # a job shared by two figures counts once in the totals
         total_notebooks += notebook_s

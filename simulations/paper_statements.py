@@ -56,8 +56,8 @@ def published() -> dict[tuple[str, str], str]:
 HEADLINES = [
     ("reversal-learning", "error-at-K-dg", 2, "~10⁻⁴ (sequence error)", "error is 1 − E[R] with the reference "
      "launcher's reward, the fraction of positions correct"),
-    ("reversal-learning", "error-at-K-pg", 4, "", "PPO (row P1 3, read as ~10⁻²) makes PG's update here: one "
-     "update per fresh batch"),
+    ("reversal-learning", "error-at-K-pg", 4, "", "P1's PPO, read as ~10⁻², makes PG's update here (one "
+     "update per fresh batch: the ratio is 1)"),
     ("reversal-learning", "error-at-K-pmpo", 5, "", ""),
     ("mnist-staleness", "error-at-D*-dg", 17, "~2%", "the 10k-image split offline (8k train) when the 60k set "
      "is absent"),
