@@ -6,7 +6,15 @@ appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns i
 
 Two kinds: ``"evidence"`` (a claim about learning, which could have come out otherwise) and
 ``"sanity"`` (an identity, true by construction: on-policy ESS = 1, a gate's symmetry, a controller
-lowering the very quantity it acts on). Sanity checks are shown as CHECK and listed apart.
+lowering the very quantity it acts on). Sanity checks are shown as CHECK and listed apart. A number
+computed without sampling (``exact``, ``close``: a closed form, a theorem, an enumeration) is
+always a sanity check: it cannot fail unless the code is wrong, so it is never evidence. One
+measurement is one row: an evidence claim whose per-seed inputs repeat another's is refused.
+
+Tests: ``test="t"`` (Student t paired, Welch unpaired) for near-normal metrics; ``test="sign-flip"``
+(exact, paired) for bimodal or censored ones — a seed stuck on a wrong answer beside seeds that
+solved the task, an H* capped at the grid's top. A paired difference with zero variance gets no
+t-interval: it is decided by the sign-flip test. ``equivalent`` is a TOST with a declared band.
 
 Diverged seeds (a NaN or infinite metric) count, as the worst value of their metric: with ``worse="high"`` (an
 error, a loss) a NaN becomes the highest value among the claim's finite values (and its threshold),
@@ -26,11 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
+from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
 from sandbox.core.validation import check_choice, check_range
 
 KINDS = ("evidence", "sanity")
 WORSE = (None, "high", "low")
+#: how a comparison over seeds is decided: Student/Welch t (near-normal metrics), or the exact
+#: sign-flip test (``sandbox.analysis.exact_tests``: bimodal or censored metrics, any shape)
+TESTS = ("t", "sign-flip")
 
 
 @dataclass(frozen=True)
@@ -134,39 +146,62 @@ class ClaimBook:
         return f"; diverged (NaN): {where}, {rule}"
 
     def less(self, name: str, statement: str, a, b, paired: bool = True, statistic: str = "mean",
-             margin: float = 0.0, kind: str = "evidence", worse: str | None = None) -> Claim:
+             margin: float = 0.0, kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
         """statistic(a) < statistic(b) − margin: passes when the CI of the (paired) difference a − b
-        lies below −margin (t-interval for paired means, Welch for unpaired ones; see ``stats``).
+        lies below −margin (``test``: t-interval paired, Welch unpaired, or the exact sign-flip
+        interval of paired differences; see ``stats``, ``exact_tests``).
         ``worse``: which end of the metric a diverged (NaN) seed scores (module docstring)."""
-        return self._compare(name, statement, a, b, paired, statistic, margin, kind, worse, sign=-1)
+        return self._compare(name, statement, a, b, paired, statistic, margin, kind, worse, -1, test)
 
     def greater(self, name: str, statement: str, a, b, paired: bool = True, statistic: str = "mean",
-                margin: float = 0.0, kind: str = "evidence", worse: str | None = None) -> Claim:
+                margin: float = 0.0, kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
         """statistic(a) > statistic(b) + margin (the CI of a − b lies above margin)."""
-        return self._compare(name, statement, a, b, paired, statistic, margin, kind, worse, sign=+1)
+        return self._compare(name, statement, a, b, paired, statistic, margin, kind, worse, +1, test)
 
-    def _compare(self, name, statement, a, b, paired, statistic, margin, kind, worse, sign) -> Claim:
-        iv, passed, detail, count = self._difference(a, b, paired, statistic, margin, worse, sign)
+    def _compare(self, name, statement, a, b, paired, statistic, margin, kind, worse, sign, test) -> Claim:
+        iv, passed, detail, count, inputs = self._difference(a, b, paired, statistic, margin, worse, sign, test)
+        self._one_row(name, kind, ("difference", sign, test, statistic, paired, *inputs))
         return self.holds(name, statement, iv, passed, detail, kind, iv.n, count)
 
-    def _difference(self, a, b, paired, statistic, margin, worse, sign) -> tuple[Interval, bool, str, int]:
-        """The interval of a − b with diverged seeds scored, and whether it clears ∓margin."""
+    def _one_row(self, name: str, kind: str, key: tuple) -> None:
+        """Refuse an evidence claim that repeats the measurement of an earlier one (same inputs)."""
+        digest = hash(tuple(x.tobytes() if isinstance(x, np.ndarray) else x for x in key))
+        seen = self.__dict__.setdefault("_measurements", {})
+        if kind == "evidence" and digest in seen:
+            raise ValueError(f"claim {name!r} repeats the measurement of claim {seen[digest]!r} (the same per-seed "
+                             "values): one measurement is one row — state both in one claim")
+        seen.setdefault(digest, name)
+
+    def _difference(self, a, b, paired, statistic, margin, worse, sign, test="t"):
+        """The interval of a − b with diverged seeds scored, whether it clears ∓margin, the detail,
+        the number of diverged seeds, and the scored inputs."""
+        check_choice("test", test, TESTS)
         a, b = _seeds("a", a), _seeds("b", b)
         check_range("margin", float(margin), low=0.0)
         if paired and a.shape != b.shape:
             raise ValueError(f"paired samples must have the same length, got {a.size} and {b.size}")
+        if test == "sign-flip" and (not paired or statistic != "mean"):
+            raise ValueError("test='sign-flip' compares paired seeds by their mean difference: use paired=True, "
+                             "statistic='mean'")
         note = self._diverged_note({"a": a, "b": b}, worse)
         (a, b), count = score_diverged([a, b], ["high", "low"] if sign < 0 else ["low", "high"], worse)
         detail = (f"{'paired ' if paired else ''}{statistic} difference a − b over {a.size} seeds, "
                   f"CI {'below' if sign < 0 else 'above'} {(-margin if sign < 0 else margin) or 0.0:g}")
         if np.isnan(a).all() or np.isnan(b).all():  # every seed diverged: nothing is shown
-            return Interval(math.nan, math.nan, math.nan, n=a.size), False, detail + note + "; every seed diverged", count
-        iv = difference_interval(a, b, paired, statistic, self.confidence)
+            nan = Interval(math.nan, math.nan, math.nan, n=a.size)
+            return nan, False, detail + note + "; every seed diverged", count, (a, b)
+        if test == "t" and paired and statistic == "mean" and np.ptp(a - b) == 0 and a.size > 1:
+            test, note = "sign-flip", note + "; zero variance: no t-interval, decided by the exact sign-flip test"
+        if test == "sign-flip":
+            iv = sign_flip_interval(a - b, self.confidence)
+        else:
+            iv = difference_interval(a, b, paired, statistic, self.confidence)
         passed = iv.high < -margin if sign < 0 else iv.low > margin
-        return dataclasses.replace(iv, n=a.size), bool(passed), f"{detail} ({iv.method}){note}", count
+        return dataclasses.replace(iv, n=a.size), bool(passed), f"{detail} ({iv.method}){note}", count, (a, b)
 
     def less_throughout(self, name: str, statement: str, a, b, columns, paired: bool = True,
-                        statistic: str = "mean", kind: str = "evidence", worse: str | None = None) -> Claim:
+                        statistic: str = "mean", kind: str = "evidence", worse: str | None = None,
+                        test: str = "t") -> Claim:
         """statistic(a) < statistic(b) at *every* column of ``a, b [seeds, len(columns)]`` (e.g. every
         logged step of a window): each column is a ``less`` claim; all must pass. The interval shown
         is the worst column's (the highest upper bound); swap a and b for "greater throughout"."""
@@ -175,32 +210,71 @@ class ClaimBook:
         if a.ndim != 2 or a.shape != b.shape or a.shape[1] != len(columns) or not columns:
             raise ValueError(f"a and b must be [seeds, {len(columns)}] arrays (one column per entry of columns), "
                              f"got {a.shape} and {b.shape}")
-        results = [self._difference(a[:, j], b[:, j], paired, statistic, 0.0, worse, -1) for j in range(len(columns))]
+        results = [self._difference(a[:, j], b[:, j], paired, statistic, 0.0, worse, -1, test)
+                   for j in range(len(columns))]
         worst = max(range(len(columns)), key=lambda j: (not results[j][1], np.nan_to_num(results[j][0].high, nan=np.inf)))
-        iv, _, detail, _ = results[worst]
+        iv, _, detail, _, _ = results[worst]
+        self._one_row(name, kind, ("throughout", test, statistic, paired, a, b))
         count = sum(r[3] for r in results)
         detail = f"{sum(r[1] for r in results)} of {len(columns)} columns pass; worst at {columns[worst]}: {detail}"
         return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count)
 
     def below(self, name: str, statement: str, values, threshold: float, statistic: str = "mean",
-              kind: str = "evidence", worse: str | None = None) -> Claim:
+              kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
         """statistic(values) < threshold, with its CI entirely below."""
-        return self._threshold(name, statement, values, threshold, statistic, kind, worse, sign=-1)
+        return self._threshold(name, statement, values, threshold, statistic, kind, worse, -1, test)
 
     def above(self, name: str, statement: str, values, threshold: float, statistic: str = "mean",
-              kind: str = "evidence", worse: str | None = None) -> Claim:
+              kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
         """statistic(values) > threshold, with its CI entirely above."""
-        return self._threshold(name, statement, values, threshold, statistic, kind, worse, sign=+1)
+        return self._threshold(name, statement, values, threshold, statistic, kind, worse, +1, test)
 
-    def _threshold(self, name, statement, values, threshold, statistic, kind, worse, sign) -> Claim:
+    def _threshold(self, name, statement, values, threshold, statistic, kind, worse, sign, test) -> Claim:
+        check_choice("test", test, TESTS)
         values = _seeds("values", values)
         check_range("threshold", float(threshold))
         note = self._diverged_note({"values": values}, worse)
         (values,), count = score_diverged([values], ["high" if sign < 0 else "low"], worse, (float(threshold),))
-        iv = interval(values, statistic, self.confidence)
+        self._one_row(name, kind, ("threshold", sign, test, statistic, float(threshold), values))
+        if test == "t" and statistic == "mean" and values.size > 1 and np.ptp(values) == 0:
+            test, note = "sign-flip", note + "; zero variance: no t-interval, decided by the exact sign-flip test"
+        if test == "sign-flip":
+            if statistic != "mean":
+                raise ValueError("test='sign-flip' tests the mean: use statistic='mean'")
+            shifted = sign_flip_interval(values - threshold, self.confidence)
+            iv = dataclasses.replace(shifted, estimate=shifted.estimate + threshold, low=shifted.low + threshold,
+                                     high=shifted.high + threshold)
+        else:
+            iv = interval(values, statistic, self.confidence)
         passed = iv.high < threshold if sign < 0 else iv.low > threshold
         detail = f"{statistic} {'<' if sign < 0 else '>'} {threshold:g} over {values.size} seeds ({iv.method}){note}"
         return self.holds(name, statement, iv, passed, detail, kind, values.size, count)
+
+    def equivalent(self, name: str, statement: str, a, b, band: float, paired: bool = False, log: bool = False,
+                   alpha: float = 0.05, worse: str | None = None) -> Claim:
+        """TOST: mean(a) and mean(b) are equivalent within ±``band`` — the (1 − 2α) interval of
+        mean(a) − mean(b) (paired t, or Welch) lies inside (−band, band). With ``log`` the values
+        are compared on the log scale and the band is a factor: the interval of the ratio of
+        geometric means lies inside (1/band, band). The band must be declared before the data."""
+        check_range("band", float(band), low=1.0 if log else 0.0, low_open=True)
+        check_range("alpha", float(alpha), low=0.0, high=0.5, low_open=True, high_open=True)
+        a, b = _seeds("a", a), _seeds("b", b)
+        note = self._diverged_note({"a": a, "b": b}, worse)
+        # a diverged seed scores the worst value, which can only widen the interval: against equivalence
+        (a, b), count = score_diverged([a, b], ["high", "low"], worse)
+        self._one_row(name, "evidence", ("equivalent", float(band), paired, log, a, b))
+        if log:
+            if (a <= 0).any() or (b <= 0).any():
+                raise ValueError("equivalent(log=True) needs positive values (a ratio band)")
+            iv = equivalence_interval(np.log(a), np.log(b), paired, alpha)
+            iv = dataclasses.replace(iv, estimate=math.exp(iv.estimate), low=math.exp(iv.low), high=math.exp(iv.high))
+            passed, band_text = 1 / band < iv.low and iv.high < band, f"(1/{band:g}, {band:g}) (ratio of geometric means)"
+        else:
+            iv = equivalence_interval(a, b, paired, alpha)
+            passed, band_text = -band < iv.low and iv.high < band, f"(−{band:g}, {band:g})"
+        detail = (f"TOST at α = {alpha:g}: {1 - 2 * alpha:.0%} {iv.method} interval of a − b inside {band_text}, the "
+                  f"band declared before the data; {a.size} vs {b.size} seeds{note}")
+        return self.holds(name, statement, iv, bool(passed), detail, "evidence", min(a.size, b.size), count)
 
     def measure(self, name: str, statement: str, values, worse: str, statistic: str = "mean") -> Claim:
         """A measured quantity (e.g. DG's final error at D = 1,000) with its interval over seeds,
@@ -212,6 +286,9 @@ class ClaimBook:
         (values,), count = score_diverged([values], [worse], worse)
         if np.isnan(values).all():
             iv, how = Interval(math.nan, math.nan, math.nan, n=values.size), "every seed diverged"
+        elif np.ptp(values) == 0:  # no interval from zero variance
+            iv, how = Interval(float(values[0]), float(values[0]), float(values[0]), n=values.size), \
+                f"every seed gives {values[0]:g}: no interval"
         else:
             iv = interval(values, statistic, self.confidence)
             how = iv.method
@@ -219,17 +296,17 @@ class ClaimBook:
         return self.record(Claim(self.figure, name, statement, float(iv.estimate), float(iv.low), float(iv.high),
                                  None, detail, "evidence", values.size, count))
 
-    def exact(self, name: str, statement: str, value: float, passed: bool, detail: str = "exact",
-              kind: str = "evidence") -> Claim:
-        """A claim about a number computed without sampling (its interval is the point itself); a
-        NaN value fails."""
+    def exact(self, name: str, statement: str, value: float, passed: bool, detail: str = "exact") -> Claim:
+        """A sanity check on a number computed without sampling (its interval is the point itself):
+        a closed form, a theorem, an enumeration cannot fail unless the code is wrong, so it is never
+        evidence. A NaN value fails."""
         value = float(value)
         return self.holds(name, statement, Interval(value, value, value), bool(passed) and not math.isnan(value),
-                          detail, kind, 0)
+                          detail, "sanity", 0)
 
-    def close(self, name: str, statement: str, value, target, tol: float, kind: str = "evidence") -> Claim:
-        """max |value − target| ≤ tol (an exact check; the interval is the range of the error). Any
-        NaN (e.g. a diverged seed) fails it and is counted."""
+    def close(self, name: str, statement: str, value, target, tol: float) -> Claim:
+        """Sanity check: max |value − target| ≤ tol (an identity checked numerically; the interval is
+        the range of the error). Any NaN (e.g. a diverged seed) fails it and is counted."""
         check_range("tol", float(tol), low=0.0)
         err = np.abs(np.asarray(value, dtype=float) - np.asarray(target, dtype=float)).ravel()
         if err.size == 0:
@@ -238,7 +315,7 @@ class ClaimBook:
         worst = math.inf if nan else float(err.max())
         low = float(np.nanmin(err)) if nan < err.size else math.nan
         detail = f"max abs error ≤ {tol:g}" + (f"; {nan} of {err.size} values are NaN (diverged): fails" if nan else "")
-        return self.holds(name, statement, Interval(worst, low, worst), worst <= tol, detail, kind, 0, nan)
+        return self.holds(name, statement, Interval(worst, low, worst), worst <= tol, detail, "sanity", 0, nan)
 
     # ------------------------------------------------------------------ verdict
     @property

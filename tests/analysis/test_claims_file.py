@@ -18,7 +18,7 @@ def test_claims_md_lists_every_figure_claim_verdict_seeds_and_published_statemen
     book.less("dg-below-pg", "DG's error is below PG's", np.array([0.1, 0.2, 0.1]), np.array([0.5, 0.6, 0.7]))
     book.report(book.less("dg-below-ppo", "DG's error is below PPO's", np.array([0.1, 0.2, 0.1]),
                           np.array([0.1, 0.3, 0.0])))
-    book.close("identity", "an identity", 1.0, 1.0, 1e-9, kind="sanity")
+    book.close("identity", "an identity", 1.0, 1.0, 1e-9)
     (results / "notebooks").mkdir(parents=True)
     (results / "notebooks" / "fig-c.paper.json").write_text(json.dumps(  # shares job j2 with fig-a
         {"note": "c", "jobs": 1, "job_seconds": {"j2": 3600.0}, "notebook_seconds": 0, "commit": "abc1234"}))
