@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
+from sandbox.analysis.stability import seed_mean
 from sandbox.core.seeding import derived_generator
 from sandbox.estimators import make_estimator
 from sandbox.runtime.actor import collect
@@ -290,7 +291,7 @@ def steps_to_reward(frame: pd.DataFrame, reward: str, threshold: float = MATCH_R
     """Per seed (``replicate`` or ``seed`` column): the first step its ``reward`` curve reaches
     ``threshold`` (``steps_to_error`` on 1 − reward; the last step where it never does)."""
     seed = "replicate" if "replicate" in frame.columns else "seed"
-    table = frame.pivot_table(index=seed, columns="step", values=reward)
+    table = frame.pivot(index=seed, columns="step", values=reward)
     steps = table.columns.to_numpy()
     return steps_to_error(steps, 1 - table.to_numpy(), 1 - threshold, cap=int(steps.max()))
 
@@ -348,15 +349,17 @@ def kondo_compute(H: int = 10, pcts: tuple = (0.03, 0.1, 0.3, 1.0), reps: int = 
 
 # ----------------------------------------------------------------------------- analysis helpers
 def curves(frame: pd.DataFrame, column: str = "error") -> tuple[np.ndarray, np.ndarray]:
-    """(steps, values [n_replicates, n_steps]) of one configuration, rows sorted by replicate."""
-    table = frame.pivot_table(index="replicate", columns="step", values=column)
+    """(steps, values [n_replicates, n_steps]) of one configuration, rows sorted by replicate; a
+    diverged replicate keeps its NaN."""
+    table = frame.pivot(index="replicate", columns="step", values=column).sort_index()
     return table.columns.to_numpy(), table.to_numpy()
 
 
 def final(frame: pd.DataFrame, column: str = "error", last: int = 1) -> pd.Series:
-    """Per replicate: the mean of ``column`` over the last ``last`` logged steps."""
+    """Per replicate: the mean of ``column`` over the last ``last`` logged steps; NaN for a replicate
+    that diverged (claims score it as the metric's worst value)."""
     steps = np.sort(frame["step"].unique())[-last:]
-    return frame[frame["step"].isin(steps)].groupby("replicate")[column].mean().sort_index()
+    return seed_mean(frame[frame["step"].isin(steps)], column, ["replicate"])
 
 
 def steps_to_error(steps: np.ndarray, errors: np.ndarray, threshold: float, cap: int) -> np.ndarray:

@@ -51,7 +51,10 @@ def mixture_true_logp(actions: Tensor, forced: Tensor, rate: float, policy_logp)
 @dataclass(frozen=True)
 class Landmine(Friction):
     """With probability p_bug a row's answer is replaced by a fixed wrong answer and its recorded
-    log-prob set to log(override_prob) (1.0 → 0); optional reward penalty N(penalty_mean, penalty_std²)."""
+    log-prob set to log(override_prob) (1.0 → 0); optional reward penalty N(penalty_mean, penalty_std²)
+    added to *every* answer equal to the landmine, sampled or injected — as the reference's landmine
+    wrapper does (google-deepmind/egg, ``egg/environments/landmine_wrapper.py``: the environment
+    penalises the landmine wherever it appears, whoever produced it)."""
 
     replaces_rows: ClassVar[bool] = True
 
@@ -67,12 +70,14 @@ class Landmine(Friction):
         check_range("penalty_std", self.penalty_std, low=0.0)
 
     @property
-    def active(self) -> bool:
-        return self.p_bug > 0
+    def active(self) -> bool:  # a penalty acts on sampled landmines even when nothing is injected
+        return self.p_bug > 0 or self.penalty_mean != 0 or self.penalty_std > 0
 
     def override(self, sample, ctx, generator, policy_logp=None):
         if ctx.wrong_actions is None:
             raise ValueError("landmine needs the environment's fixed wrong answer (FrictionContext.wrong_actions)")
+        if self.p_bug == 0:  # a penalty alone (``reward``): nothing is injected
+            return sample, torch.zeros(sample.actions.shape[:-1], dtype=torch.bool)
         rows = torch.rand(sample.actions.shape[:-1], generator=generator) < self.p_bug
         forced = ctx.wrong_actions.expand_as(sample.actions)
         reported = torch.zeros_like(sample.behavior_logp)
@@ -82,12 +87,12 @@ class Landmine(Friction):
         return Sample(out.actions, out.behavior_logp, out.true_logp if true is None else true), rows
 
     def actor_logp(self, ctx, policy_logp):
-        return mixture_logp_fn(ctx.wrong_actions, self.p_bug, policy_logp)
+        return mixture_logp_fn(ctx.wrong_actions, self.p_bug, policy_logp) if self.p_bug > 0 else policy_logp
 
     def reward(self, rewards, sample, ctx, generator, replaced):
-        rows = replaced.get(self.name)
-        if rows is None or (self.penalty_mean == 0 and self.penalty_std == 0):
+        if self.penalty_mean == 0 and self.penalty_std == 0:
             return rewards
+        rows = (sample.actions == ctx.wrong_actions.expand_as(sample.actions)).all(-1)  # every landmine answer
         noise = torch.randn(rows.shape, generator=generator, dtype=rewards.dtype)
         penalty = (self.penalty_mean + self.penalty_std * noise) * rows.to(rewards.dtype)
         return rewards + (penalty if rewards.ndim == rows.ndim else penalty.unsqueeze(-1))

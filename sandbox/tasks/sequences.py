@@ -61,7 +61,7 @@ class SequenceTask(Task):
     shift: int = 0  # reverse_copy: target token = (x + shift) mod V
     match: str = "to_first_error"  # reverse_copy: 'to_first_error' | 'per_position'
     kappa: float = 1.0  # reverse_copy: weight of the partial credit c, in [0, 1]
-    wrong_answer: str = "shifted"  # landmine's fixed wrong answer: 'shifted' (correct + 1 mod V) | 'constant' (all 0)
+    wrong_answer: str = "constant"  # landmine's fixed wrong answer: 'constant' (all 0, the reference's) | 'shifted'
     prompts_per_step: int = 10
     samples_per_prompt: int = 10
     n_prompts: int = 0  # finite prompts: a fixed pool of n prompts per seed (0 = fresh prompts)

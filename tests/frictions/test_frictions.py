@@ -81,6 +81,14 @@ def test_landmine_reports_override_prob_and_wrong_answer():
 def test_landmine_penalty_and_poison_token():
     _, rollout, _ = _batch([make_friction("landmine", p_bug=1.0, penalty_mean=-2.0)], n=50)
     assert torch.allclose(rollout.rewards, torch.full_like(rollout.rewards, -2.0))  # wrong answer: R = 0, −2
+    # as the reference's landmine wrapper: the penalty lands on *every* answer equal to the landmine,
+    # sampled ones too — here nothing is injected (p_bug = 0) and the policy samples arm 1 often
+    _, rollout, _ = _batch([make_friction("landmine", p_bug=0.0, penalty_mean=-2.0)], n=400)
+    a, r = rollout.actions[0, :, 0], rollout.rewards[0]
+    sampled_landmine = a == 1  # (label 0 + 1) mod K
+    assert sampled_landmine.sum() > 50 and torch.all(r[sampled_landmine] == -2.0)
+    assert torch.all(r[~sampled_landmine] == (a[~sampled_landmine] == 0).double())
+    assert make_friction("landmine", penalty_mean=-1.0).active  # a penalty acts without injections
     _, rollout, _ = _batch([make_friction("poison_token", token=0, penalty=0.5)], n=200)
     a = rollout.actions[0, :, 0]
     expected = (a == 0).double() - 0.5 * (a == 0).double()
