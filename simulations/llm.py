@@ -15,19 +15,15 @@ from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only, train
 from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
 from sandbox.runtime.sweep import Job
-from simulations import Figure, methods, register_figure
+from sandbox.scoring.recipes import method
+from simulations import Figure, register_figure
 
 TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_new_tokens": 3,
         "prompts_per_step": 8, "samples_per_prompt": 8, "eval_prompts": 128}
-#: label → RunConfig fields; VCPO as published (``simulations.methods``): sequence-level truncated IS
-#: (C = 8) + its ESS-scaled step + its minimum-variance baseline (the cheap ρ² weights)
-METHODS = {
-    "REINFORCE": {"estimator": "reinforce"},
-    "TIS": {"estimator": "tis"},
-    "decoupled PPO": {"estimator": "decoupled_ppo"},
-    "VCPO": methods.VCPO,
-    "DG": {"estimator": "dg"},
-}
+#: label → RunConfig fields, from the one method table (``sandbox.scoring.recipes``): VCPO as
+#: published — sequence-level truncated IS (C = 8) + its ESS-scaled step + its minimum-variance
+#: baseline (the cheap ρ² weights)
+METHODS = {m: method(m) for m in ("REINFORCE", "TIS", "decoupled PPO", "VCPO", "DG")}
 FIDELITY = {
     "quick": {"seeds": 3, "steps": 100, "staleness": (16,), "methods": ("REINFORCE", "VCPO", "DG"),
               "eval_prompts": 128},

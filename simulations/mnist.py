@@ -18,7 +18,8 @@ import pandas as pd
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job, intra_op_threads
-from simulations import Figure, methods, register_figure
+from sandbox.scoring.recipes import method
+from simulations import Figure, register_figure
 
 FIDELITY = {
     "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
@@ -33,24 +34,28 @@ FIDELITY = {
 }
 LR, BATCH = 1e-3, 100
 PROBES = ("reinforce", "dg")
-LEARNING = (("PG", "reinforce", {}), ("DG", "dg", {"eta": 1.0}), ("CE", "xent", {}))
+#: label → RunConfig fields of the method (the one method table, ``sandbox.scoring.recipes``). PG is
+#: the papers' PG (token-level IS with the recorded μ): on-policy, one update per fresh batch, it is
+#: REINFORCE; CE is the supervised oracle (``xent``)
+LEARNING = (("PG", method("PG")), ("DG", method("DG")), ("CE", {"estimator": "xent"}))
 
-#: label → (estimator, estimator kwargs, controllers, task overrides)
+#: label → (RunConfig fields, task overrides). VCPO keeps its ratio and its ESS-scaled step but takes
+#: the figures' Σπ² baseline: the minimum-variance baseline is per group, and one sample per image
+#: makes every group a single row (A = 0) — a variant, hence its own name
+_VCPO = {k: v for k, v in method("VCPO").items() if k not in ("advantage", "advantage_kwargs")}
 STALENESS = {
-    "REINFORCE": ("reinforce", {}, (), {}),
-    "IS-PG (exact μ)": ("is_pg", {}, (), {"behavior": "true"}),
-    "TIS": ("tis", {"C": 2.0}, (), {}),
-    "PPO": ("ppo", {}, (), {}),
-    # VCPO as published (simulations.methods.VCPO) but for its baseline: the minimum-variance
-    # baseline is per group, and one sample per image makes every group a single row (A = 0)
-    "VCPO": (methods.VCPO["estimator"], methods.VCPO["estimator_kwargs"], methods.VCPO["controllers"], {}),
-    "GAC": ("reinforce", {}, (("gac", {}),), {}),
-    "DG": ("dg", {"eta": 1.0}, (), {}),
+    "REINFORCE": (method("REINFORCE"), {}),
+    "IS-PG (exact μ)": (method("IS-PG"), {"behavior": "true"}),
+    "TIS": (method("TIS"), {}),
+    "PPO": (method("PPO"), {}),
+    "VCPO (Σπ² baseline)": (_VCPO, {}),
+    "GAC": (method("GAC"), {}),
+    "DG": (method("DG"), {}),
 }
 #: on-policy (D = 0) these are REINFORCE: every ratio π_θ/μ is 1, so IS-PG, TIS and VCPO's weights and
 #: ESS are 1 and PPO's clip is inactive on its single update — at quick fidelity their D = 0 point
 #: is REINFORCE's run (the notebook says so); full fidelity runs them all.
-SYNC_IDENTICAL = ("IS-PG (exact μ)", "TIS", "PPO", "VCPO")
+SYNC_IDENTICAL = ("IS-PG (exact μ)", "TIS", "PPO", "VCPO (Σπ² baseline)")
 #: runs shared between figures keep one label everywhere (a stored result carries the label it was
 #: computed under): the synchronous REINFORCE and DG runs are "PG" and "DG"
 SHARED = {"REINFORCE": "PG", "DG": "DG"}
@@ -78,32 +83,31 @@ def task_kwargs(fidelity: str, **overrides) -> dict:
             "probes": list(PROBES), **overrides}
 
 
-def config(fidelity: str, label: str, estimator: str, estimator_kwargs: dict | None = None,
-           controllers: tuple = (), staleness: int = 0, **task) -> RunConfig:
+def config(fidelity: str, label: str, fields: dict, staleness: int = 0, **task) -> RunConfig:
+    """The run of method ``fields`` (RunConfig fields) under ``label``, with the figures' Σπ² baseline."""
     f = FIDELITY[fidelity]
     delayed = {"staleness": {"kind": "fixed", "D": staleness}, "history": "rollouts"} if staleness else {}
-    return RunConfig(task="mnist", task_kwargs=task_kwargs(fidelity, **task), estimator=estimator,
-                     estimator_kwargs=estimator_kwargs or {}, advantage="confidence", controllers=controllers,
+    return RunConfig(task="mnist", task_kwargs=task_kwargs(fidelity, **task), **fields, advantage="confidence",
                      optimizer="adam", lr=LR, steps=f["steps"], log_points=f["log_points"], seed=f["seed"], label=label,
                      **delayed)
 
 
 def learning_runs(fidelity: str) -> list[RunConfig]:
-    return [config(fidelity, label, name, kw) for label, name, kw in LEARNING]
+    return [config(fidelity, label, fields) for label, fields in LEARNING]
 
 
 def samples_runs(fidelity: str) -> list[RunConfig]:
     f = FIDELITY[fidelity]
     runs = []
     for m in f["samples"]:
-        for label, name, kw in LEARNING[:2]:
+        for label, fields in LEARNING[:2]:
             if m == 1:  # the learning figure's run, under its label
-                runs.append(config(fidelity, label, name, kw))
+                runs.append(config(fidelity, label, fields))
             else:
-                runs.append(config(fidelity, f"{label} m={m}", name, kw, samples_per_context=m))
-    runs.append(config(fidelity, "PG exact", "reinforce", mode="exact"))
+                runs.append(config(fidelity, f"{label} m={m}", fields, samples_per_context=m))
+    runs.append(config(fidelity, "PG exact", method("PG"), mode="exact"))
     if f["exact_dg"]:
-        runs.append(config(fidelity, "DG exact", "dg", {"eta": 1.0}, mode="exact"))
+        runs.append(config(fidelity, "DG exact", method("DG"), mode="exact"))
     return runs
 
 
@@ -111,13 +115,13 @@ def staleness_runs(fidelity: str) -> list[RunConfig]:
     f = FIDELITY[fidelity]
     runs = []
     for D in f["delays"]:
-        for label, (name, kw, controllers, task) in STALENESS.items():
+        for label, (fields, task) in STALENESS.items():
             if D == 0 and f["sync_shortcut"] and label in SYNC_IDENTICAL:
                 continue
             if D == 0 and label in SHARED:  # the learning figure's run, under its label
-                runs.append(config(fidelity, SHARED[label], name, kw))
+                runs.append(config(fidelity, SHARED[label], dict(LEARNING)[SHARED[label]]))
             else:
-                runs.append(config(fidelity, f"{label} D={D}", name, kw, controllers, D, **task))
+                runs.append(config(fidelity, f"{label} D={D}", fields, D, **task))
     return runs
 
 
@@ -140,7 +144,7 @@ def samples_parts(label: str) -> tuple[str, float]:
 
 #: the colour key (sandbox.analysis.plotting.METHOD_COLORS) of each method label
 COLOR_KEYS = {"PG": "pg", "REINFORCE": "reinforce", "IS-PG (exact μ)": "is_pg", "TIS": "tis", "PPO": "ppo",
-              "VCPO": "vcpo", "GAC": "gac", "DG": "dg", "CE": "ce"}
+              "VCPO (Σπ² baseline)": "vcpo", "GAC": "gac", "DG": "dg", "CE": "ce"}
 
 
 def method_color(label: str) -> str:

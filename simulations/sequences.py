@@ -8,10 +8,11 @@ processes); at quick fidelity the seeds of a configuration run as one population
 job). Jobs run single-threaded (the model is tiny: one intra-op thread is faster, and immune to
 OpenMP spin-waits on a busy machine).
 
-Methods (``simulations.methods``): PG = the reference's "reinforce" (token-level IS with the
-recorded μ); REINFORCE (no ratio); PPO (clip 0.2, π_prox = μ); PMPO (α = ½); IS-PG (exact sequence
-IS with the reported μ); DG (η = 1, λ = 10⁻⁶); VCPO = sequence TIS (C = 8) + the min-variance
-baseline + the ESS-scaled step; GAC = PPO + gradient-alignment control against the raw gradient.
+Methods: the one method table (``sandbox.scoring.recipes.RECIPES``): PG = the reference's
+"reinforce" (token-level IS with the recorded μ); REINFORCE (no ratio); PPO (clip 0.2, π_prox = μ);
+PMPO (α = ½); IS-PG (exact sequence IS with the reported μ); DG (η = 1, λ = 10⁻⁶); VCPO = sequence
+TIS (C = 8) + the min-variance baseline + the ESS-scaled step; GAC = PPO + gradient-alignment
+control against the raw gradient.
 """
 
 from __future__ import annotations
@@ -34,18 +35,10 @@ from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job, intra_op_threads
 from sandbox.tasks import make_task
-from simulations import ROOT, Figure, methods, register_figure
+from sandbox.scoring.recipes import method
+from simulations import ROOT, Figure, register_figure
 
-METHODS: dict[str, dict] = {
-    "PG": methods.PG,
-    "REINFORCE": methods.REINFORCE,
-    "PPO": {"estimator": "ppo"},
-    "PMPO": {"estimator": "pmpo"},
-    "IS-PG": {"estimator": "is_pg"},
-    "DG": methods.DG,
-    "VCPO": methods.VCPO,
-    "GAC": methods.GAC,
-}
+METHODS: dict[str, dict] = {m: method(m) for m in ("PG", "REINFORCE", "PPO", "PMPO", "IS-PG", "DG", "VCPO", "GAC")}
 
 #: the reference launcher's task (egg experiments/dpg/run.py): reward = fraction of positions correct (κ = 1)
 TASK = {"match": "per_position"}
@@ -140,12 +133,6 @@ def friction_settings(panel: str, strength: float) -> dict:
     raise ValueError(f"panel must be one of {list(PANELS)}, got {panel!r}")
 
 
-#: task fields a panel's friction needs: the landmine's fixed wrong answer is the spec's and the
-#: reference's constant all-zeros answer (egg's dpg/distributed launchers), not the complement of the
-#: correct answer — at V = 2 pushing the complement down would teach the right answer
-PANEL_TASK = {"actor bug": {"wrong_answer": "constant"}}
-
-
 def combine(settings: list[dict]) -> dict:
     out: dict = {}
     for s in settings:
@@ -229,17 +216,15 @@ def friction_jobs(fidelity: str) -> list[Job]:
                 # strength 0 is the friction-free run: the same job (and result) as reversal-learning's
                 meta = {"panel": panel, "strength": s} if s else {}
                 jobs += run_jobs(fidelity, m, H=f["H"], steps=f["friction_steps"], settings=friction_settings(panel, s),
-                                 task=PANEL_TASK.get(panel) if s else None, **meta)
+                                 **meta)
     return jobs
 
 
 def all_friction_jobs(fidelity: str) -> list[Job]:
     f = FIDELITY[fidelity]
     settings = combine([friction_settings(p, s) for p, s in f["all_strengths"].items()])
-    task = {k: v for p in f["all_strengths"] for k, v in PANEL_TASK.get(p, {}).items()}
     return [j for m in f["all_methods"] for H in f["all_H"]
-            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings, seeds=f.get("all_seeds"),
-                              task=task)]
+            for j in run_jobs(fidelity, m, H=H, steps=f["all_steps"][H], settings=settings, seeds=f.get("all_seeds"))]
 
 
 def kondo_jobs(fidelity: str) -> list[Job]:
