@@ -33,6 +33,20 @@ def test_list_shows_the_2026_zoo_with_defaults(capsys):
     assert "\n  frictions-2026 " in _table(out, "Figures")
 
 
+def _row(table: str, name: str) -> str:
+    """One entry of a ``sandbox list`` table: its name line and the indented lines under it."""
+    start = table.index(f"\n  {name} ") + 1
+    end = next((i for i in range(start + 1, len(table)) if table.startswith("\n  ", i) and table[i + 3] != " "),
+               len(table))
+    return " ".join(table[start:end].split())
+
+
+def test_list_marks_sat_provisional(capsys):
+    assert main(["list", "estimators"]) == 0
+    sat = _row(capsys.readouterr().out, "sat")
+    assert sat.startswith("sat PROVISIONAL") and "Hill kernel relative to the quantile" in sat
+
+
 def test_list_one_table_holds_the_new_frictions(capsys):
     assert main(["list", "frictions"]) == 0
     out = capsys.readouterr().out

@@ -108,12 +108,20 @@ class TwoSidedPPO(Estimator):
 @register_estimator("sat")
 @dataclass(frozen=True)
 class SAT(Estimator):
-    """Staleness-Adaptive Trust region (SAT, arXiv 2607.18722): PPO whose sign-selected clip
-    endpoint contracts on the high-staleness tail. Staleness s = |sg(log π_θ − log μ)|; τ = the
-    ``quantile`` of s over the batch's valid tokens; κ = exp(−((s − τ)₊/h)²); the interval is
-    [1 − ε_l·κ, 1 + ε_h] for A < 0 and [1 − ε_l, 1 + ε_h·κ] for A > 0. Tokens with s ≤ τ keep PPO's
-    loss; every token's loss is ≥ PPO's (pointwise pessimism). Only the abstract was readable: the
-    Gaussian kernel and its bandwidth h are our reading of "staleness-based kernel scaling"."""
+    """PROVISIONAL — placeholder kernel: Gaussian exp(−((s − τ)₊/h)²) with an absolute bandwidth h,
+    where the paper uses a Hill kernel relative to the quantile τ (per an independent re-derivation;
+    we could not read the paper); numbers will change when its kernel is implemented.
+    Staleness-Adaptive Trust region (SAT, arXiv 2607.18722): PPO whose sign-selected clip endpoint
+    contracts on the batch's high-staleness tail.
+
+    Staleness s = |sg(log π_θ − log μ)|; τ = the ``quantile`` of s over the batch's valid tokens;
+    κ = exp(−((s − τ)₊/h)²); the interval is [1 − ε_l·κ, 1 + ε_h] for A < 0 and [1 − ε_l, 1 + ε_h·κ]
+    for A > 0. Tokens with s ≤ τ keep PPO's loss; every token's loss is ≥ PPO's (pointwise
+    pessimism). Only the abstract and second-hand summaries were readable when this was written:
+    the Gaussian kernel and its absolute bandwidth h are our stand-in for "staleness-based kernel
+    scaling". What differs from the paper: the kernel's shape (Gaussian, not Hill) and its scale
+    (h is absolute in units of |log ratio|, not relative to τ). The quantile threshold, the
+    sign-selected endpoint and pointwise pessimism follow the abstract's description."""
 
     needs_behavior = True
     batch_dependent = True
