@@ -44,6 +44,12 @@ class DPPO(Estimator):
     prime-rl anchors ratio and mask at μ; here at π_prox, whose default is μ."""
 
     needs_behavior = True
+    authors_defaults = (
+        "delta_low = delta_high = 0.15 and no KL term (the DPPO authors' verl recipe, "
+        "verl-project/verl@8f11888 examples/dppo_trainer/run_qwen30b_dppo.sh, dppo_tv); ours are "
+        "prime-rl's defaults (PrimeIntellect-ai/prime-rl@559b447 prime_rl/configs/trainer.py: "
+        "dppo_mask_low/high 0.2, kl_tau 1e-3); the paper's value: not found (abstract only)"
+    )
     delta_low: float = 0.2  # δ_low ≥ 0: largest allowed drop of π(a) for A < 0
     delta_high: float = 0.2  # δ_high ≥ 0: largest allowed rise of π(a) for A > 0
     kl_coef: float = field(default=1e-3, kw_only=True)
@@ -185,6 +191,10 @@ class RolloutRejection(Estimator):
     dual clip off; ``reinforce`` ignores it (verl's REINFORCE loss has none)."""
 
     needs_behavior = True
+    authors_defaults = (
+        "as ours (volcengine/verl@b178a3c: RolloutCorrectionConfig.bypass_ppo_clip_k3_rs, "
+        "clip_ratio 0.2, clip_ratio_c 3)"
+    )
     statistic: str = "k3"  # 'k1' | 'k2' | 'k3'
     level: str = "seq_mean"  # 'token' | 'seq_sum' | 'seq_mean' | 'seq_max' (k2, k3 only)
     upper: float = 0.01  # upper bound > 0 (a ratio bound for k1, a divergence bound for k2/k3)
