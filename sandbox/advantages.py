@@ -18,6 +18,8 @@ from sandbox.core.registry import Registry
 from sandbox.core.validation import check_choice, check_range, check_shape, check_tensor
 
 ADVANTAGES: Registry[Advantage] = Registry("advantage")
+#: the inputs beyond (rewards, group) an advantage may list in ``needs``
+EXTRAS = ("grad_sq_norms", "mask", "probs", "rho")
 
 
 def register_advantage(name: str, *, replace: bool = False):
@@ -63,7 +65,7 @@ class Advantage:
 
     Extras (only those an advantage lists in ``needs``): ``probs`` [*P, B, K] the policy's action
     distribution per context (detached), ``rho`` [*P, B] sequence ratios π_θ/μ, ``grad_sq_norms``
-    [*P, B] ‖∇log π(τ_i)‖².
+    [*P, B] ‖∇log π(τ_i)‖², ``mask`` [*P, B, T] the rollout's valid tokens (bool).
     """
 
     name: ClassVar[str] = "advantage"
@@ -81,9 +83,9 @@ class Advantage:
         **extras: Tensor | None,
     ) -> Float[Tensor, "*P B"]:
         group = _check_rewards_group(rewards, group)
-        unknown = sorted(set(extras) - {"probs", "rho", "grad_sq_norms"})
+        unknown = sorted(set(extras) - set(EXTRAS))
         if unknown:
-            raise ValueError(f"unknown advantage input(s) {unknown}; valid: ['grad_sq_norms', 'probs', 'rho']")
+            raise ValueError(f"unknown advantage input(s) {unknown}; valid: {sorted(EXTRAS)}")
         return self.compute(rewards, group, **extras)
 
     def compute(self, rewards: Tensor, group: Tensor, **extras: Tensor | None) -> Tensor:
@@ -237,10 +239,22 @@ class MaxRL(Advantage):
 @register_advantage("reinforce_pp")
 @dataclass(frozen=True)
 class ReinforcePP(Advantage):
-    """REINFORCE++ (Hu et al. 2025, arXiv 2501.03262): A = (R − b − mean_batch)/(std_batch + eps),
-    whitened over the whole batch (per population member, std unbiased); b = 0, or the group mean
-    with ``group_baseline=True`` (REINFORCE++-baseline: the batch mean of R − b is then 0). The
-    paper's per-token KL to a reference policy, folded into the reward, is not modelled here."""
+    """REINFORCE++ (Hu et al. 2025, arXiv 2501.03262): A = (R − b − mean)/(std + eps) whitened over
+    the batch's valid *tokens* as OpenRLHF does (A broadcast to each valid token; mean and population
+    std over all of them, per population member), i.e. each sequence weighted by its length; b = 0,
+    or the group mean with ``group_baseline=True`` (REINFORCE++-baseline). Without a mask, or with
+    equal lengths, this is whitening over sequences. The paper's per-token KL to a reference policy,
+    folded into the reward, is not modelled here.
+
+    Source read: OpenRLHF/OpenRLHF at commit 3c3be6234e0cb353e76bb8019947db9dfe99fca7,
+    ``openrlhf/trainer/ppo_utils/experience_maker.py`` (estimators ``reinforce`` and
+    ``reinforce_baseline``: ``mean = Σ A·m / Σ m``, ``var = Σ (A − mean)²·m / Σ m``,
+    ``A ← (A − mean)·rsqrt(clamp(var, 1e-8))`` over every experience's action mask). We add ``eps``
+    to the std instead of flooring the variance at 1e-8 (a relative difference of order eps/std).
+    verl's ``compute_reinforce_plus_plus_*_advantage`` also whitens over tokens but with the unbiased
+    variance (× N/(N − 1), N the number of valid tokens)."""
+
+    needs = ("mask",)
 
     @property
     def baseline_from_group(self) -> bool:
@@ -254,13 +268,25 @@ class ReinforcePP(Advantage):
             raise ValueError(f"group_baseline must be a bool, got {type(self.group_baseline).__name__}")
         check_range("eps", self.eps, low=0.0, low_open=True)
 
-    def compute(self, rewards, group, **extras):
+    def compute(self, rewards, group, mask=None, **extras):
         if self.group_baseline:
             sums, counts = group_stats(rewards, group)
             rewards = rewards - sums / counts
-        centred = rewards - rewards.mean(-1, keepdim=True)
-        std = centred.pow(2).sum(-1, keepdim=True).div(max(rewards.shape[-1] - 1, 1)).sqrt()
-        return centred / (std + self.eps)
+        if mask is None:
+            lengths = torch.ones_like(rewards)
+        else:
+            check_tensor("mask", mask, dtype="bool")
+            if tuple(mask.shape[:-1]) != tuple(rewards.shape):
+                raise ValueError(f"mask must have shape {tuple(rewards.shape)} + [T] (one row per reward), "
+                                 f"got {tuple(mask.shape)}")
+            lengths = mask.sum(-1).to(rewards.dtype)  # tokens that carry each sequence's advantage
+        n = lengths.sum(-1, keepdim=True)
+        safe_n = n.clamp(min=1.0)
+        mean = (lengths * rewards).sum(-1, keepdim=True) / safe_n
+        centred = rewards - mean
+        std = (lengths * centred.pow(2)).sum(-1, keepdim=True).div(safe_n).sqrt()
+        return torch.where(n > 0, centred / (std + self.eps), torch.zeros_like(rewards))
+
 
 def _check_weights(name: str, x: Tensor, rewards: Tensor) -> None:
     """A ratio or squared norm: float, finite, ≥ 0, one per reward."""

@@ -183,13 +183,67 @@ def test_maxrl_update_is_the_mean_over_successes(seed, n):
 def test_reinforce_pp_hand_computed():
     r = torch.tensor([1.0, 0.0, 0.0, 0.0])
     g = torch.tensor([0, 0, 1, 1])
-    # global whitening: mean 1/4, centred (3/4, −1/4, −1/4, −1/4), unbiased var 0.75/3 = 1/4 → std 1/2
+    # no mask (or equal lengths): mean 1/4, centred (3/4, −1/4, −1/4, −1/4), population var 3/16 → std √3/4
     plain = make_advantage("reinforce_pp")(r, g)
-    assert torch.allclose(plain, torch.tensor([1.5, -0.5, -0.5, -0.5]) / (1 + 2e-6), atol=1e-6)
-    # baseline: R − group mean = (1/2, −1/2, 0, 0), batch mean 0, unbiased std √(0.5/3)
+    s3 = 3**0.5
+    assert torch.allclose(plain, torch.tensor([3 / 4, -1 / 4, -1 / 4, -1 / 4]) / (s3 / 4 + 1e-6), atol=1e-6)
+    assert torch.allclose(plain, torch.tensor([s3, -1 / s3, -1 / s3, -1 / s3]), atol=1e-5)
+    # baseline: R − group mean = (1/2, −1/2, 0, 0), mean 0, population var 1/8 → A = (√2, −√2, 0, 0)
     base = make_advantage("reinforce_pp", group_baseline=True)(r, g)
-    std = (0.5 / 3) ** 0.5
-    assert torch.allclose(base, torch.tensor([0.5, -0.5, 0.0, 0.0]) / (std + 1e-6), atol=1e-6)
+    assert torch.allclose(base, torch.tensor([2**0.5, -(2**0.5), 0.0, 0.0]), atol=1e-5)
+
+
+def test_reinforce_pp_whitens_over_tokens():
+    """OpenRLHF whitens the advantage broadcast to every valid token: lengths (1, 3, 2, 2), N = 8."""
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    g = torch.tensor([0, 0, 1, 1])
+    mask = torch.arange(3) < torch.tensor([1, 3, 2, 2]).unsqueeze(-1)
+    # token mean 1/8; centred (7/8, −1/8, −1/8, −1/8); var (49 + 3 + 2 + 2)/64/8 = 7/64 → std √7/8
+    s7 = 7**0.5
+    plain = make_advantage("reinforce_pp", eps=1e-12)(r, g, mask=mask)
+    assert torch.allclose(plain, torch.tensor([s7, -1 / s7, -1 / s7, -1 / s7], dtype=torch.float64), atol=1e-9)
+    # per sequence it would be (√3, −1/√3, …): the long sequences pull the mean and std
+    assert plain[0].item() / make_advantage("reinforce_pp")(r, g)[0].item() == pytest.approx(s7 / 3**0.5, rel=1e-5)
+    # baseline: (1/2, −1/2, 0, 0) has token mean −1/8; centred (5, −3, 1, 1)/8, var 7/64
+    base = make_advantage("reinforce_pp", group_baseline=True, eps=1e-12)(r, g, mask=mask)
+    assert torch.allclose(base, torch.tensor([5.0, -3.0, 1.0, 1.0], dtype=torch.float64) / s7, atol=1e-9)
+
+
+def _openrlhf_whiten(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The whitening of OpenRLHF's experience_maker (commit 3c3be62) on [B, T] token advantages."""
+    m = mask.to(adv.dtype)
+    mean = (adv * m).sum() / m.sum()
+    var = ((adv - mean).pow(2) * m).sum() / m.sum()
+    return (adv - mean) * var.clamp(min=1e-8).rsqrt()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 1000), B=st.integers(2, 8), T=st.integers(1, 6), baseline=st.booleans())
+def test_reinforce_pp_matches_openrlhf_and_per_sequence_at_equal_lengths(seed, B, T, baseline):
+    gen = torch.Generator().manual_seed(seed)
+    r = torch.rand(B, generator=gen, dtype=torch.float64)
+    g = torch.arange(B) // 2
+    lengths = torch.randint(1, T + 1, (B,), generator=gen)
+    mask = torch.arange(T) < lengths.unsqueeze(-1)
+    adv = make_advantage("reinforce_pp", group_baseline=baseline, eps=1e-12)
+    centred = make_advantage("group_mean")(r, g) if baseline else r  # R − group mean, or R
+    ours = adv(r, g, mask=mask)
+    theirs = _openrlhf_whiten(centred.unsqueeze(-1).expand(B, T), mask)
+    if float(centred.std()) > 1e-3:  # away from OpenRLHF's variance floor
+        assert torch.allclose(ours.unsqueeze(-1).expand(B, T)[mask], theirs[mask], atol=1e-8)
+    # equal lengths: token whitening is sequence whitening (the no-mask path)
+    full = torch.ones(B, T, dtype=torch.bool)
+    assert torch.allclose(adv(r, g, mask=full), adv(r, g), atol=1e-12)
+
+
+def test_reinforce_pp_mask_edge_cases():
+    r = torch.tensor([1.0, 0.0])
+    assert torch.equal(make_advantage("reinforce_pp")(r, mask=torch.zeros(2, 3, dtype=torch.bool)), torch.zeros(2))
+    with pytest.raises(ValueError, match=r"mask must have shape \(2,\) \+ \[T\]"):
+        make_advantage("reinforce_pp")(r, mask=torch.ones(3, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="mask must have a bool dtype"):
+        make_advantage("reinforce_pp")(r, mask=torch.ones(2, 2))
+    assert make_advantage("reinforce_pp").needs == ("mask",)
 
 
 @settings(max_examples=20, deadline=None)
@@ -205,8 +259,12 @@ def test_new_advantages_population_axis_is_independent(seed, S, n_groups, size):
     whitened = make_advantage("reinforce_pp")(rewards, group)
     # unit-variance values of size ≤ √n: float32 rounding of their mean reaches ~2e-6
     assert torch.allclose(whitened.mean(-1), torch.zeros(S), atol=1e-5)
+    mask = torch.rand(S, n_groups * size, 3, generator=g) < 0.7
+    tokens = make_advantage("reinforce_pp")(rewards, group, mask=mask)
+    for s in range(S):
+        assert torch.allclose(tokens[s], make_advantage("reinforce_pp")(rewards[s], group, mask=mask[s]), atol=1e-6)
 
 
 def test_registry_lists_new_entries():
     assert {"maxrl", "reinforce_pp"} <= set(ADVANTAGES.names())
-    assert make_advantage("maxrl").needs == () and make_advantage("reinforce_pp").needs == ()
+    assert make_advantage("maxrl").needs == ()

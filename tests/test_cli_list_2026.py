@@ -33,6 +33,20 @@ def test_list_shows_the_2026_zoo_with_defaults(capsys):
     assert "\n  frictions-2026 " in _table(out, "Figures")
 
 
+def _row(table: str, name: str) -> str:
+    """One entry of a ``sandbox list`` table: its name line and the indented lines under it."""
+    start = table.index(f"\n  {name} ") + 1
+    end = next((i for i in range(start + 1, len(table)) if table.startswith("\n  ", i) and table[i + 3] != " "),
+               len(table))
+    return " ".join(table[start:end].split())
+
+
+def test_list_marks_sat_provisional(capsys):
+    assert main(["list", "estimators"]) == 0
+    sat = _row(capsys.readouterr().out, "sat")
+    assert sat.startswith("sat PROVISIONAL") and "Hill kernel relative to the quantile" in sat
+
+
 def test_list_one_table_holds_the_new_frictions(capsys):
     assert main(["list", "frictions"]) == 0
     out = capsys.readouterr().out
@@ -48,3 +62,14 @@ def test_list_shows_every_staleness_admission_policy(capsys):
     out = capsys.readouterr().out
     assert "Staleness admission policies" in out
     assert all(f"  {name}  " in out for name in ADMISSIONS)
+
+
+def test_list_shows_the_authors_defaults_where_they_differ(capsys):
+    assert main(["list", "estimators"]) == 0
+    out = capsys.readouterr().out
+    assert "authors: eps_low = eps_high = 1" in _row(out, "clip_cov")
+    assert "authors: ratio = 2e-3 (7B) or 2e-4 (32B), coef = 1" in _row(out, "kl_cov")
+    assert "authors: delta_low = delta_high = 0.15" in _row(out, "dppo")
+    assert "authors: not found" in _row(out, "cispo")
+    assert "authors: as ours" in _row(out, "rollout_rs")
+    assert "authors:" not in _row(out, "reinforce")  # only where we checked

@@ -73,7 +73,9 @@ class Registry(Generic[T]):
         return iter(self.names())
 
     def describe(self) -> list[tuple[str, str, str]]:
-        """(name, one-line description, defaults) for every entry, sorted by name."""
+        """(name, one-line description, defaults) for every entry, sorted by name. An entry's
+        ``authors_defaults`` class attribute (where it has one) is appended to its defaults as
+        "; authors: …": the values the method's authors recommend, with their source."""
         rows = []
         for name in self.names():
             cls = self._entries[name]
@@ -92,7 +94,11 @@ class Registry(Generic[T]):
                     continue
                 if isinstance(value, (str, int, float, bool, tuple, list, dict, type(None))):
                     defaults.append(f"{f.name}={value!r}")  # (runtime objects such as a task's frictions are not knobs)
-            rows.append((name, summary, ", ".join(defaults)))
+            text = ", ".join(defaults)
+            authors = getattr(cls, "authors_defaults", "")
+            if authors:
+                text = f"{text}; authors: {authors}"
+            rows.append((name, summary, text))
         return rows
 
 

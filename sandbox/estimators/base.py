@@ -149,6 +149,9 @@ class Estimator:
     recomputes_proximal: ClassVar[bool] = False
     screens_rows: ClassVar[bool] = False
     fits_target: ClassVar[bool] = False
+    #: where our defaults differ from (or were checked against) the authors' recommended values:
+    #: those values and their source; ``sandbox list`` shows it after the defaults ("authors: …")
+    authors_defaults: ClassVar[str] = ""
 
     @property
     def batch_dependent(self) -> bool:

@@ -56,6 +56,11 @@ class ClipCov(Estimator):
     tokens that PPO did not clip and whose Cov_t lies in (lb, ub). Needs ``generator`` for the draw."""
 
     batch_dependent = True
+    authors_defaults = (
+        "eps_low = eps_high = 1 (clip_ratio_low/high=1 in recipe/dapo/7b_clip_cov.sh and "
+        "32b_clip_cov.sh, PRIME-RL/Entropy-Mechanism-of-RL@8850579; verl's port of the recipe, "
+        "volcengine/verl@246cac4 recipe/entropy, the same); ratio, cov_lb, cov_ub as ours"
+    )
     ratio: float = 2e-4  # fraction of tokens detached, in (0, 1]
     cov_lb: float = 1.0  # lower covariance bound
     cov_ub: float = 5.0  # upper covariance bound > cov_lb
@@ -99,6 +104,12 @@ class KLCov(Estimator):
     with the largest Cov_t, r = π_θ/π_prox."""
 
     batch_dependent = True
+    authors_defaults = (
+        "ratio = 2e-3 (7B) or 2e-4 (32B), coef = 1 (k_percent=0.2 / 0.02, a percentage, and "
+        "ppo_kl_coef=1 in recipe/dapo/7b_kl_cov.sh, 32b_kl_cov.sh, "
+        "PRIME-RL/Entropy-Mechanism-of-RL@8850579); verl's config default is ratio 2e-4, coef 0.1 "
+        "(volcengine/verl@b178a3c verl/trainer/config/actor/actor.yaml)"
+    )
     ratio: float = 2e-4  # fraction of tokens penalised, in (0, 1]
     coef: float = 1.0  # c ≥ 0 (verl ``ppo_kl_coef``)
 

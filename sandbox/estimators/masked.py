@@ -44,6 +44,12 @@ class DPPO(Estimator):
     prime-rl anchors ratio and mask at μ; here at π_prox, whose default is μ."""
 
     needs_behavior = True
+    authors_defaults = (
+        "delta_low = delta_high = 0.15 and no KL term (the DPPO authors' verl recipe, "
+        "verl-project/verl@8f11888 examples/dppo_trainer/run_qwen30b_dppo.sh, dppo_tv); ours are "
+        "prime-rl's defaults (PrimeIntellect-ai/prime-rl@559b447 prime_rl/configs/trainer.py: "
+        "dppo_mask_low/high 0.2, kl_tau 1e-3); the paper's value: not found (abstract only)"
+    )
     delta_low: float = 0.2  # δ_low ≥ 0: largest allowed drop of π(a) for A < 0
     delta_high: float = 0.2  # δ_high ≥ 0: largest allowed rise of π(a) for A > 0
     kl_coef: float = field(default=1e-3, kw_only=True)
@@ -108,12 +114,20 @@ class TwoSidedPPO(Estimator):
 @register_estimator("sat")
 @dataclass(frozen=True)
 class SAT(Estimator):
-    """Staleness-Adaptive Trust region (SAT, arXiv 2607.18722): PPO whose sign-selected clip
-    endpoint contracts on the high-staleness tail. Staleness s = |sg(log π_θ − log μ)|; τ = the
-    ``quantile`` of s over the batch's valid tokens; κ = exp(−((s − τ)₊/h)²); the interval is
-    [1 − ε_l·κ, 1 + ε_h] for A < 0 and [1 − ε_l, 1 + ε_h·κ] for A > 0. Tokens with s ≤ τ keep PPO's
-    loss; every token's loss is ≥ PPO's (pointwise pessimism). Only the abstract was readable: the
-    Gaussian kernel and its bandwidth h are our reading of "staleness-based kernel scaling"."""
+    """PROVISIONAL — placeholder kernel: Gaussian exp(−((s − τ)₊/h)²) with an absolute bandwidth h,
+    where the paper uses a Hill kernel relative to the quantile τ (per an independent re-derivation;
+    we could not read the paper); numbers will change when its kernel is implemented.
+    Staleness-Adaptive Trust region (SAT, arXiv 2607.18722): PPO whose sign-selected clip endpoint
+    contracts on the batch's high-staleness tail.
+
+    Staleness s = |sg(log π_θ − log μ)|; τ = the ``quantile`` of s over the batch's valid tokens;
+    κ = exp(−((s − τ)₊/h)²); the interval is [1 − ε_l·κ, 1 + ε_h] for A < 0 and [1 − ε_l, 1 + ε_h·κ]
+    for A > 0. Tokens with s ≤ τ keep PPO's loss; every token's loss is ≥ PPO's (pointwise
+    pessimism). Only the abstract and second-hand summaries were readable when this was written:
+    the Gaussian kernel and its absolute bandwidth h are our stand-in for "staleness-based kernel
+    scaling". What differs from the paper: the kernel's shape (Gaussian, not Hill) and its scale
+    (h is absolute in units of |log ratio|, not relative to τ). The quantile threshold, the
+    sign-selected endpoint and pointwise pessimism follow the abstract's description."""
 
     needs_behavior = True
     batch_dependent = True
@@ -163,16 +177,31 @@ class RolloutRejection(Estimator):
     stability"): per token k1 = −log w, k2 = ½(log w)², k3 = w − 1 − log w with w = sg(π_θ)/μ;
     ``level`` keeps tokens (token) or whole sequences by the sum, mean or max of the statistic;
     kept iff log(lower) ≤ k1 ≤ log(upper) (k1) or k ≤ upper (k2, k3). On the kept tokens (rejected
-    ones leave the normaliser): ``ppo_clip`` max(−r·A, −clip(r, 1±ε)·A) or ``reinforce`` −A·log π_θ.
-    Defaults are verl's ``bypass_ppo_clip_k3_rs`` preset."""
+    ones leave the normaliser): ``ppo_clip`` max(−r·A, −clip(r, 1±ε)·A) with verl's dual clip
+    min(·, c·|A|) for A < 0, or ``reinforce`` −A·log π_θ. Defaults are verl's
+    ``bypass_ppo_clip_k3_rs`` preset, c = 3 (``clip_ratio_c``).
+
+    Source read: volcengine/verl at commit b178a3cd56f58b2d502255daba591e92833930a7 —
+    ``verl/trainer/ppo/core_algos.py::compute_policy_loss_bypass_mode`` sends ``loss_type="ppo_clip"``
+    to ``compute_policy_loss_vanilla`` (with old_log_prob = rollout_log_prob), which applies
+    ``pg_losses3 = −A·clip_ratio_c``, ``torch.where(A < 0, min(pg_losses3, max(−r·A, −clip(r)·A)),
+    max(…))``; ``clip_ratio_c`` is 3.0 in ``verl/trainer/config/actor/actor.yaml`` and verl asserts
+    c > 1. Hence a kept token with r = 4, A = −1 has loss 3 and zero gradient. verl also clamps
+    log r to ±20 before the exp; that clamp is not modelled. ``dual_clip=None`` (or ∞) turns the
+    dual clip off; ``reinforce`` ignores it (verl's REINFORCE loss has none)."""
 
     needs_behavior = True
+    authors_defaults = (
+        "as ours (volcengine/verl@b178a3c: RolloutCorrectionConfig.bypass_ppo_clip_k3_rs, "
+        "clip_ratio 0.2, clip_ratio_c 3)"
+    )
     statistic: str = "k3"  # 'k1' | 'k2' | 'k3'
     level: str = "seq_mean"  # 'token' | 'seq_sum' | 'seq_mean' | 'seq_max' (k2, k3 only)
     upper: float = 0.01  # upper bound > 0 (a ratio bound for k1, a divergence bound for k2/k3)
     lower: float | None = None  # k1 only: lower ratio bound in (0, upper]; None means 1/upper
     loss: str = "ppo_clip"  # 'ppo_clip' | 'reinforce'
     eps: float = 0.2  # ppo_clip's ε in [0, 1]
+    dual_clip: float | None = 3.0  # ppo_clip's dual clip c > 1 (verl clip_ratio_c); None or inf: off
 
     def check(self) -> None:
         check_choice("statistic", self.statistic, RS_STATISTICS)
@@ -180,6 +209,7 @@ class RolloutRejection(Estimator):
         check_choice("loss", self.loss, RS_LOSSES)
         check_range("upper", self.upper, low=0.0, low_open=True)
         check_range("eps", self.eps, low=0.0, high=1.0)
+        check_range("dual_clip", self.dual_clip, low=1.0, low_open=True, allow_none=True, finite=False)
         if self.statistic == "k1":
             if self.level == "seq_max":
                 raise ValueError("level must be one of ['token', 'seq_sum', 'seq_mean'] for statistic='k1', got 'seq_max'")
@@ -223,16 +253,20 @@ class RolloutRejection(Estimator):
     def token_loss(self, terms: PGTerms) -> TokenLoss:
         keep = self.keep_mask(terms)
         adv = terms.token_advantages
+        valid = terms.valid
+        metrics = {}
         if self.loss == "reinforce":
             values = -adv * terms.logp
         else:
-            values, _, _ = clipped_surrogate(_ratio(terms, self.name), adv, self.eps, self.eps, None)
-        valid = terms.valid
+            cap = None if self.dual_clip is None or math.isinf(self.dual_clip) else self.dual_clip
+            values, clip_flag, dual_flag = clipped_surrogate(_ratio(terms, self.name), adv, self.eps, self.eps, cap)
+            metrics = {"clip_frac": _fraction(clip_flag & keep, valid), "dual_clip_frac": _fraction(dual_flag & keep, valid)}
         return TokenLoss(
             values,
             mask=keep,
             metrics={
                 "reject_frac": _fraction(~keep, valid),
                 "reject_seq_frac": masked_mean((~keep & valid).any(-1).to(values.dtype), valid.any(-1), dims=(-1,)),
+                **metrics,
             },
         )

@@ -140,6 +140,11 @@ class CISPO(Estimator):
     """CISPO (MiniMax-M1, 2025): loss −sg(clip(r, 1−ε_l, 1+ε_h))·A·log π_θ; clips the IS weight,
     never the gradient. ε_l = ∞ means no lower clip."""
 
+    authors_defaults = (
+        "not found (the MiniMax-M1 paper was not read); verl's example, not the authors', uses "
+        "eps_low = 10, eps_high = 0.2 (volcengine/verl@b178a3c "
+        "examples/cispo_trainer/run_cispo_qwen2_5_0_5b_gsm8k.sh)"
+    )
     eps_low: float = math.inf  # ε_l ≥ 0 (∞: no lower clip)
     eps_high: float = 4.0  # ε_h ≥ 0
 

@@ -18,8 +18,9 @@ from sandbox.tasks.base import Task
 def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advantage: Advantage,
                   generator: torch.Generator | None, recompute_proximal: bool, grad: bool = True) -> PGTerms:
     """``PGTerms`` of ``rollout`` under ``params``: log π_θ from the task, A = advantage(R, group,
-    **needs) with ρ = exp Σ_t m·(log π_θ − log μ) supplied here and the task's other providers;
-    ``recompute_proximal`` sets π_prox to the learner's own (detached) log-probs instead of μ."""
+    **needs) with ρ = exp Σ_t m·(log π_θ − log μ) and the token mask m supplied here and the
+    task's other providers; ``recompute_proximal`` sets π_prox to the learner's own (detached)
+    log-probs instead of μ."""
     if task.enumerates and not advantage.per_context:
         raise ValueError(f"mode='exact' needs a per-context baseline ('constant' or 'confidence': it "
                          f"enumerates actions one by one), got advantage {advantage.name!r}")
@@ -34,6 +35,7 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
     adv = compute_advantages(
         advantage, rollout.rewards, rollout.group, type(task).__name__,
         rho=lambda: torch.exp(sequence_log_ratio(logp.detach(), rollout.behavior_logp, rollout.mask)),
+        mask=lambda: rollout.mask,
         **scored.providers,
     )
     return PGTerms(

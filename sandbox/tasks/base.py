@@ -81,7 +81,7 @@ class PolicySample:
 class Scored:
     """The learner's view of a rollout: differentiable ``logp [*P, B, T]``, the supervised target's
     log-probs (or None) and lazy providers of the extra inputs baselines may need
-    (``probs``, ``grad_sq_norms``; ``rho`` is supplied by the learner)."""
+    (``probs``, ``grad_sq_norms``; ``rho`` and ``mask`` are supplied by the learner)."""
 
     logp: Tensor
     target_logp: Tensor | None = None

@@ -153,6 +153,19 @@ def test_rollout_layout_and_learner_fast_path():
     assert torch.allclose(learner_terms(plain, params, rollout, adv, None, False).logp, terms.logp, atol=1e-6)
 
 
+def test_learner_hands_the_token_mask_to_reinforce_pp():
+    """REINFORCE++ whitens over the valid tokens the loss sees: the learner supplies rollout.mask."""
+    task, params = _task()
+    rollout = _collect(task, params)
+    mask = rollout.mask.clone()
+    mask[:, ::3, 1:] = False  # unequal lengths
+    rollout = rollout.replace(mask=mask)
+    adv = make_advantage("reinforce_pp")
+    terms = learner_terms(task, params, rollout, adv, None, False)
+    assert torch.allclose(terms.advantages, adv(rollout.rewards, rollout.group, mask=mask))
+    assert not torch.allclose(terms.advantages, adv(rollout.rewards, rollout.group))
+
+
 def _task_kwargs(task):
     from dataclasses import fields
     return {f.name: getattr(task, f.name) for f in fields(task) if f.name != "frictions"}

@@ -92,6 +92,42 @@ def test_rollout_rs_statistics_hand_values():
     assert narrow.keep_mask(terms).tolist() == [[True, True], [False, False]]
 
 
+def test_rollout_rs_dual_clip_hand_values():
+    # token level, k3 ≤ 2 keeps all three: k3(log 4) = 4 − 1 − log 4 = 1.61, k3(log ½) = 0.19,
+    # k3(log 1.1) = 0.0047. r = (4, 0.5, 1.1), A = (−1, −1, 1), ε = 0.2, c = 3:
+    # max(4, 1.2) = 4 → min(4, 3) = 3 ; max(0.5, 0.8) = 0.8 (< 3) ; max(−1.1, −1.1) = −1.1
+    terms = _single_token([0.4, 0.05, 0.11], [0.1, 0.1, 0.1], [-1.0, -1.0, 1.0])
+    est = make_estimator("rollout_rs", level="token", upper=2.0)
+    assert est.keep_mask(terms).all()
+    out = est(terms)
+    assert out.loss.item() == pytest.approx((3.0 + 0.8 - 1.1) / 3)
+    assert out.metrics["dual_clip_frac"].item() == pytest.approx(1 / 3)
+    assert out.metrics["clip_frac"].item() == pytest.approx(1 / 3)
+    # without the dual clip (the behaviour before verl's c was applied) the first token costs 4
+    off = make_estimator("rollout_rs", level="token", upper=2.0, dual_clip=None)(terms)
+    assert off.loss.item() == pytest.approx((4.0 + 0.8 - 1.1) / 3)
+
+
+def test_rollout_rs_dual_clip_zeroes_the_verl_counterexample():
+    """verl's preset (k3, seq_mean ≤ 0.01) keeps a 200-token sequence whose first token has r = 4,
+    A = −1: k3 mean = (4 − 1 − log 4)/200 = 0.0081. verl's gradient on that token is 0 (the loss is
+    the constant c·|A| = 3); without the dual clip it is −A·r/N = 4/200 = 0.02."""
+    T = 200
+    mu = torch.full((1, T), math.log(0.1), dtype=torch.float64)
+    logp = mu.clone()
+    logp[0, 0] = math.log(0.4)
+    logp.requires_grad_(True)
+    terms = PGTerms(logp=logp, advantages=torch.tensor([-1.0], dtype=torch.float64), behavior_logp=mu)
+    est = make_estimator("rollout_rs")
+    assert est.statistic_values(terms).item() == pytest.approx((3 - math.log(4)) / T)
+    assert est.keep_mask(terms).all()
+    (grad,) = torch.autograd.grad(est(terms).loss, logp)
+    assert grad[0, 0].item() == 0.0
+    assert torch.allclose(grad[0, 1:], torch.full((T - 1,), 1 / T, dtype=torch.float64))  # −A·r/N at r = 1
+    (old,) = torch.autograd.grad(make_estimator("rollout_rs", dual_clip=None)(terms).loss, logp)
+    assert old[0, 0].item() == pytest.approx(0.02)
+
+
 # ----------------------------------------------------------------------------- analytic gradients
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), B=st.integers(1, 6), T=st.integers(1, 4))
@@ -121,13 +157,17 @@ def test_masked_family_gradients_are_analytic(seed, B, T):
     active = -A * r >= -A * torch.minimum(torch.maximum(r, lo), hi)
     assert grad_ok(toy, est(toy.terms()), -A * r * active * m / N)
 
-    # rollout_rs: the chosen loss over the kept tokens, normalised by their count
-    for loss in ["reinforce", "ppo_clip"]:
-        est = make_estimator("rollout_rs", statistic="k3", level="token", upper=0.05, loss=loss)
+    # rollout_rs: the chosen loss over the kept tokens, normalised by their count; ppo_clip's
+    # unclipped branch is live unless PPO clips it or, for A < 0, the dual clip caps it at c·|A|
+    for loss, c, upper in [("reinforce", 3.0, 0.05), ("ppo_clip", None, 0.05), ("ppo_clip", 3.0, 1.0),
+                           ("ppo_clip", 1.3, 1.0)]:
+        est = make_estimator("rollout_rs", statistic="k3", level="token", upper=upper, loss=loss, dual_clip=c)
         keep = est.keep_mask(toy.terms())
         n_keep = keep.sum().clamp(min=1)
-        weight = -A if loss == "reinforce" else -A * r * (-A * r >= -A * torch.clamp(r, 0.8, 1.2))
-        assert grad_ok(toy, est(toy.terms()), weight * keep / n_keep), loss
+        ppo = torch.maximum(-A * r, -A * torch.clamp(r, 0.8, 1.2))
+        live = (-A * r >= -A * torch.clamp(r, 0.8, 1.2)) & ~((A < 0) & (ppo > -(c or math.inf) * A))
+        weight = -A if loss == "reinforce" else -A * r * live
+        assert grad_ok(toy, est(toy.terms()), weight * keep / n_keep), (loss, c)
 
 
 # ----------------------------------------------------------------------------- equivalences
@@ -143,6 +183,27 @@ def test_on_policy_equals_reinforce(seed, B, T):
         assert torch.allclose(toy.autograd_grad(out.loss), ref, atol=1e-12), name
     rs = make_estimator("rollout_rs", statistic="k1", level="seq_sum", upper=1.01, loss="reinforce")
     assert torch.allclose(toy.autograd_grad(rs(toy.terms(behavior_logp=anchor)).loss), ref, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), c=st.floats(1.05, 6.0))
+def test_rollout_rs_dual_clip_equivalences(seed, c):
+    """c = ∞ (or None) is the loss without a dual clip, values and gradients; when nothing is
+    rejected, ppo_clip with dual clip c is ``ppo`` with ``dual_clip=c`` (π_prox = μ)."""
+    toy = make_toy(shape=(5, 3), seed=seed, off_policy=1.0)
+    kw = dict(level="token", upper=1e9)
+    none = make_estimator("rollout_rs", dual_clip=None, **kw)(toy.terms())
+    inf = make_estimator("rollout_rs", dual_clip=math.inf, **kw)(toy.terms())
+    ppo_plain = make_estimator("ppo", dual_clip=None)(toy.terms())
+    ref = toy.autograd_grad(ppo_plain.loss)
+    for a in (none, inf):
+        assert a.loss.item() == pytest.approx(ppo_plain.loss.item(), rel=1e-12, abs=1e-12)
+        assert torch.allclose(toy.autograd_grad(a.loss), ref, atol=1e-12)
+    a = make_estimator("rollout_rs", dual_clip=c, **kw)(toy.terms())
+    b = make_estimator("ppo", dual_clip=c)(toy.terms())
+    assert a.loss.item() == pytest.approx(b.loss.item(), rel=1e-12, abs=1e-12)
+    assert torch.allclose(toy.autograd_grad(a.loss), toy.autograd_grad(b.loss), atol=1e-12)
+    assert a.metrics["dual_clip_frac"].item() == pytest.approx(b.metrics["dual_clip_frac"].item())
 
 
 @settings(max_examples=15, deadline=None)
@@ -207,6 +268,8 @@ def test_capabilities():
         ("rollout_rs", {"statistic": "k1", "upper": 0.5}, r"upper must lie in \(1.0, inf\]"),
         ("rollout_rs", {"statistic": "k1", "upper": 2.0, "lower": 3.0}, r"lower must lie in \(0.0, 2.0\]"),
         ("rollout_rs", {"lower": 0.5}, "lower must be None for statistic='k3'"),
+        ("rollout_rs", {"dual_clip": 1.0}, r"dual_clip must lie in \(1.0, inf\]"),
+        ("rollout_rs", {"dual_clip": float("nan")}, r"dual_clip must lie in \(1.0, inf\]"),
     ],
 )
 def test_bad_hyperparameters(name, kwargs, match):
