@@ -10,6 +10,13 @@ grouped by prompt (row g·M + m answers prompt g) and the group is the baseline'
 Error: from a fresh batch of prompts of the full distribution, sampled by the **current** learner
 (temperature 1, no ε, no friction), 1 − mean R for rewards in [0, 1] and (1 − mean R)/2 (the
 fraction of wrong answers) for ±1 rewards, so that 0 is perfect in every problem.
+
+Sequence error (``seq_error=True``; P1 reports it for token reversal): the probability that an
+answer sampled by the learner is not entirely right, 1 − E_x π(y*|x), computed *exactly* per prompt
+by teacher-forcing its one correct answer y* — over all V^P prompts when there are at most
+``SEQ_ERROR_PROMPTS`` of them (H = 10, V = 2: 1,024), else over that many prompts drawn once from a
+fixed generator. No sampling noise, so it resolves 10⁻⁴ and below (per-position error at H = 10 on
+1,000 sampled answers resolves 10⁻³ at best).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
 from sandbox.tasks.screened import screened_objective
 
 EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
+SEQ_ERROR_PROMPTS = 1 << 12  # most prompts the sequence error enumerates; a fixed sample beyond
 
 
 @register_task("sequences")
@@ -78,6 +86,7 @@ class SequenceTask(Task):
     eval_prompts: int = 100  # evaluation batch: eval_prompts × eval_samples fresh rows
     eval_samples: int = 10
     eval_mode: str = "sampled"  # 'sampled' (a fresh batch) | 'exact' (enumerate prompts × answers)
+    seq_error: bool = False  # also log the exact sequence error 1 − E_x π(y*|x) (module docstring)
     share_prompts: bool = True  # learner fast path: each group's prompt is run once
     backward: str = "full"  # 'full' | 'screened' (Kondo: backward only on rows with a kept token)
     with_target: bool = False  # also score the correct answer (target_logp, for the xent oracle)
@@ -120,7 +129,10 @@ class SequenceTask(Task):
             if n > EXACT_EVAL_LIMIT:
                 raise ValueError(f"eval_mode='exact' would score V^(P+A) = {n} sequences (limit {EXACT_EVAL_LIMIT}); "
                                  "use eval_mode='sampled'")
+        if self.seq_error and not self.env.unique_answer:
+            raise ValueError(f"seq_error=True needs one correct answer per prompt; {self.problem!r} has many")
         self._pool: Tensor | None = None
+        self._seq_prompts: Tensor | None = None
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -215,15 +227,34 @@ class SequenceTask(Task):
         the exact expectation over every prompt and answer."""
         params = [p.detach() for p in params]
         if self.eval_mode == "exact":
-            return self.exact_evaluation(params)
-        prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
-        M = self.eval_samples
+            metrics = self.exact_evaluation(params)
+        else:
+            prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
+            M = self.eval_samples
+            with torch.no_grad():
+                out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
+            rows = prompts.repeat_interleave(M, dim=1)
+            rewards = self.rewards(rows, out.actions)
+            exact = self.env.fully_correct(rows, out.actions)
+            metrics = {"error": self.env.error(rewards), "reward": rewards.mean(-1),
+                       "exact": exact.to(rewards.dtype).mean(-1)}
+        if self.seq_error:
+            metrics["seq_error"] = self.sequence_error(params)
+        return metrics
+
+    def sequence_error(self, params: Sequence[Tensor]) -> Tensor:
+        """``[S]``: 1 − E_x π(y*|x) over every prompt (or a fixed sample of ``SEQ_ERROR_PROMPTS``),
+        exact per prompt — the learner's probability of answering it entirely right, teacher-forced."""
+        if self._seq_prompts is None:
+            if self.env.uniform_prompts and self.vocab ** self.prompt_len <= SEQ_ERROR_PROMPTS:
+                self._seq_prompts = all_sequences(self.prompt_len, self.vocab)
+            else:
+                fixed = torch.Generator().manual_seed(0)  # the same prompts at every step and seed
+                self._seq_prompts = self.env.sample_prompts(1, SEQ_ERROR_PROMPTS, fixed)[0]
+        prompts = self._seq_prompts.expand(self.population, -1, -1)
         with torch.no_grad():
-            out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
-        rows = prompts.repeat_interleave(M, dim=1)
-        rewards = self.rewards(rows, out.actions)
-        exact = self.env.fully_correct(rows, out.actions)
-        return {"error": self.env.error(rewards), "reward": rewards.mean(-1), "exact": exact.to(rewards.dtype).mean(-1)}
+            logp = self.model.answer_logp(params, prompts, self.env.correct_answers(prompts))
+        return 1 - logp.to(torch.float64).sum(-1).exp().mean(-1).to(logp.dtype)
 
     def exact_evaluation(self, params: Sequence[Tensor]) -> dict[str, Tensor]:
         """E[R] under the learner for uniform prompts, by enumerating all V^P prompts and V^A answers."""

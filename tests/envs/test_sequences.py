@@ -94,8 +94,10 @@ def test_correct_and_wrong_answers_score_the_reward_range(problem):
     prompts = task.env.sample_prompts(task.population, 64, _gen(1))
     lo, hi = task.reward_range
     assert torch.all(task.rewards(prompts, task.env.correct_answers(prompts)) == hi)
-    assert torch.all(task.rewards(prompts, task.env.wrong_answers(prompts, task.wrong_answer)) == lo)
+    assert torch.all(task.rewards(prompts, task.env.wrong_answers(prompts, "shifted")) == lo)
     assert task.env.correct_answers(prompts).shape == (2, 64, task.answer_len)
+    # the landmine's default is the reference's constant all-zeros answer, whatever the prompt
+    assert task.wrong_answer == "constant" and not task.env.wrong_answers(prompts, task.wrong_answer).any()
 
 
 def test_spec_sizes_and_defaults():
@@ -121,6 +123,26 @@ def test_error_metric_and_exact_evaluation():
     task.model.named(uniform)["unembed"].zero_()
     assert torch.allclose(task.evaluate(uniform, None)["error"], torch.tensor(1 - 0.375))
     assert all_sequences(2, 3).tolist() == [[i, j] for i in range(3) for j in range(3)]
+
+
+def test_sequence_error_is_the_exact_probability_of_a_wrong_answer():
+    """1 − E_x π(y*|x) by teacher forcing equals the exact enumeration's rate of fully correct
+    answers; at H = 3 a uniform policy answers right with probability 2⁻³."""
+    task = SequenceTask(H=3, population=2, eval_mode="exact", seq_error=True, **TINY)
+    params = task.init_params(_gen())
+    metrics = task.evaluate(params, None)
+    assert torch.allclose(metrics["seq_error"], 1 - metrics["exact"], atol=1e-6)
+    uniform = [p.clone() for p in params]
+    task.model.named(uniform)["unembed"].zero_()
+    assert torch.allclose(task.evaluate(uniform, None)["seq_error"], torch.tensor(1 - 1 / 8))
+    # the sampled evaluation logs it too, and draws the same numbers as without it
+    sampled = dict(H=3, population=2, eval_prompts=50, eval_samples=4, **TINY)
+    plain = SequenceTask(**sampled).evaluate(params, _gen(5))
+    both = SequenceTask(**sampled, seq_error=True).evaluate(params, _gen(5))
+    assert all(torch.equal(plain[k], both[k]) for k in plain)
+    assert torch.allclose(both["seq_error"], metrics["seq_error"])  # exact: no sampling noise
+    with pytest.raises(ValueError, match="seq_error=True needs one correct answer"):
+        SequenceTask(problem="subsequence_match", seq_error=True)
 
 
 def test_bad_task_arguments():
@@ -201,7 +223,8 @@ def test_landmine_reported_and_true_logp():
     assert hit.any() and (~hit).any()
     assert torch.equal(rollout.actions[hit], wrong[hit])
     assert torch.allclose(rollout.behavior_logp[hit][:, 0], torch.full((int(hit.sum()),), math.log(0.5)))
-    assert torch.all(rollout.behavior_logp[hit][:, 1:] == 0) and torch.all(rollout.rewards[hit] == 0)
+    assert torch.all(rollout.behavior_logp[hit][:, 1:] == 0)
+    assert torch.equal(rollout.rewards[hit], task.rewards(rows, wrong)[hit])  # all zeros: partial credit
     own = task.model.answer_logp(params, rollout.obs, rollout.actions)  # the actor's own policy
     is_wrong = (rollout.actions == wrong).all(-1)
     row_true = torch.log(0.4 * is_wrong + 0.6 * own.sum(-1).exp())

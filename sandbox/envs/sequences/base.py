@@ -43,6 +43,8 @@ class SequenceEnv(ABC):
     signed_reward: ClassVar[bool] = True
     #: prompts are uniform over V^P, so the exact evaluation may enumerate them
     uniform_prompts: ClassVar[bool] = True
+    #: each prompt has one correct answer (``correct_answers``), so the sequence error is 1 − E π(y*|x)
+    unique_answer: ClassVar[bool] = True
 
     @property
     @abstractmethod

@@ -31,6 +31,7 @@ class SubsequenceMatch(SequenceEnv):
 
     default_vocab = 5
     uniform_prompts = False  # the exact evaluation enumerates V^(P+A): far too many
+    unique_answer = False  # many answers contain the prompt
 
     def __post_init__(self) -> None:
         check_int("sub_prompt", self.sub_prompt, low=1)
