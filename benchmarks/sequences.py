@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nbest: {best:.1f} steps/s = {best / REFERENCE:.2f}x the JAX reference (22/s); "
           f"target ≥ {TARGET:.0f}/s {'met' if best >= TARGET else 'NOT met'}")
     if args.kondo:
-        from simulations.sequences import kondo_compute
+        from simulations.kondo import kondo_compute
 
         table = kondo_compute(H=10, pcts=(0.01, 0.03, 0.1, 0.3, 1.0), reps=20)
         wide = table.pivot(index="pct", columns="mode", values=["flops", "seconds"])

@@ -90,7 +90,7 @@ for method in ("prob gate", "IS-PG (exact μ)"):
     r = (w.xs(method, level="method")["rare success"] / w.xs(method, level="method")["rare failure"]).to_numpy()
     book.close(f"{method}-ties-successes-to-failures",
                f"{method} gives rare successes exactly the weight of rare failures at every δ: suppressing one suppresses the other",
-               r, 1.0, tol=1e-9, kind="sanity")
+               r, 1.0, tol=1e-9)
 dg = w.xs("DG", level="method")
 dg_ratio = (dg["rare success"] / dg["rare failure"]).sort_index().to_numpy()
 book.exact("dg-separates-by-sign", "DG's rare-success weight exceeds its rare-failure weight by > 100× at the smallest δ (value: the ratio)",

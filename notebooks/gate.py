@@ -65,11 +65,11 @@ def weight(method, A, pi):
 
 pg = table[table.method == "PG"].pivot(index="pi", columns="A", values="weight")
 book.close("pg-sign-symmetric", "PG's weight is odd in A at every π: c(−A) = −c(A)",
-           pg.to_numpy(), -pg.to_numpy()[:, ::-1], tol=1e-12, kind="sanity")
+           pg.to_numpy(), -pg.to_numpy()[:, ::-1], tol=1e-12)
 dg = table[table.method == "DG η=0.5"].pivot(index="pi", columns="A", values="weight")
 gate_sum = dg[1.0] / 1.0 + dg[-1.0] / -1.0  # w(+1) + w(−1) = σ(x) + σ(−x) = 1
 book.close("dg-gate-complementary", "DG's gates for A = ±1 sum to 1 at every π (σ(x) + σ(−x) = 1)",
-           gate_sum.to_numpy(), np.ones(len(gate_sum)), tol=1e-12, kind="sanity")
+           gate_sum.to_numpy(), np.ones(len(gate_sum)), tol=1e-12)
 for eta in ("DG η=0.5", "DG η=1", "DG η=2"):
     amp = weight(eta, 1.0, rare) / weight(eta, 1.0, common)
     book.exact(f"{eta}-amplifies-rare-success",

@@ -26,8 +26,10 @@
 # Claim (shared/spec/figures.md, "mnist-alignment"): DG is closer to the CE oracle than PG.
 
 # %%
+import pandas as pd
 
 from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.stability import seed_mean
 from sandbox.analysis.plotting import band, color, plt, use_style
 from simulations import fidelity_from_env, results
 from simulations.mnist import data_note, save
@@ -54,7 +56,8 @@ for label in ("PG", "DG", "CE"):
     if label != "CE":
         steps, mis = curves(logged[logged.label == label], "mis_ce")
         band(axes[1], steps, mis, label)
-same = logged.groupby(["member", "step"])[["mis_reinforce_cos_ce", "mis_dg_cos_ce"]].mean().reset_index()
+same = pd.DataFrame({c: seed_mean(logged, c, ["member", "step"])  # a diverged trajectory stays NaN
+                     for c in ("mis_reinforce_cos_ce", "mis_dg_cos_ce")}).reset_index()
 for column, label in (("mis_reinforce_cos_ce", "PG"), ("mis_dg_cos_ce", "DG")):
     steps, mis = curves(same, column)
     band(axes[2], steps, mis, label, color_=color(label))
@@ -73,13 +76,13 @@ save(fig, "mnist-alignment", note=data_note(runs, fidelity))
 # parameters the average runs over the three trajectories (PG's, DG's and CE's).
 
 # %%
-own = logged[logged.label.isin(["PG", "DG"])].groupby(["label", "member"]).mis_ce.mean().unstack(0)
+own = seed_mean(logged[logged.label.isin(["PG", "DG"])], "mis_ce", ["label", "member"]).unstack(0)
 book.less("dg-closer-to-ce-own", "along its own trajectory, DG's mean 1 − cos(ĝ, CE oracle) is below PG's (paired over seeds)",
-          own["DG"].to_numpy(), own["PG"].to_numpy())
-probe = same.groupby("member")[["mis_reinforce_cos_ce", "mis_dg_cos_ce"]].mean()
+          own["DG"].to_numpy(), own["PG"].to_numpy(), worse="high")
+probe = pd.DataFrame({c: seed_mean(same, c, ["member"]) for c in ("mis_reinforce_cos_ce", "mis_dg_cos_ce")})
 book.less("dg-closer-to-ce-same-params",
           "at the same parameters and batch, DG's mean 1 − cos(ĝ, CE oracle) is below PG's (paired over seeds)",
-          probe["mis_dg_cos_ce"].to_numpy(), probe["mis_reinforce_cos_ce"].to_numpy())
+          probe["mis_dg_cos_ce"].to_numpy(), probe["mis_reinforce_cos_ce"].to_numpy(), worse="high")
 print(own.round(4), probe.round(4), sep="\n")
 print(book.table())
 book.check()

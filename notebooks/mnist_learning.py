@@ -16,8 +16,9 @@
 #
 # A contextual bandit on real digits: each step draws B = 100 images per seed, the policy (an MLP
 # 784 → 100 → 10, Adam 1e-3) samples one digit per image, R = 1[a = y]; the label reaches the
-# learner only through R. PG is REINFORCE and DG the Delightful Policy Gradient (η = 1), both with
-# the label-free baseline b(x) = Σ_a π(a|x)²; CE is cross-entropy on the true label, the supervised
+# learner only through R. PG is the papers' PG (token-level IS with the recorded μ: with one update
+# per fresh batch its ratio is 1, so it is REINFORCE) and DG the Delightful Policy Gradient (η = 1,
+# λ = 10⁻⁶), both with the label-free baseline b(x) = Σ_a π(a|x)²; CE is cross-entropy on the true label, the supervised
 # oracle (it sees the label). Greedy test error on held-out images vs step; the seeds of a method run
 # as one batched population and share their initial weights with the other methods (paired seeds).
 #
@@ -26,11 +27,10 @@
 
 # %%
 import numpy as np
-from scipy import stats
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import band, plt, use_style
-from sandbox.analysis.stats import Interval
+from sandbox.analysis.stability import seed_mean
 from simulations import fidelity_from_env, results
 from simulations.mnist import data_note, save
 
@@ -39,12 +39,6 @@ runs = results("mnist-learning")
 book = ClaimBook("mnist-learning")
 use_style()
 METHODS = ("PG", "DG", "CE")
-
-
-def gap_closed(pg, dg, ce, axis=-1):
-    """Fraction of PG's gap to CE that DG closes: (mean PG − mean DG)/(mean PG − mean CE)."""
-    return (pg.mean(axis) - dg.mean(axis)) / (pg.mean(axis) - ce.mean(axis))
-
 
 
 def curves(label, column="error"):
@@ -69,28 +63,31 @@ save(fig, "mnist-learning", note=data_note(runs, fidelity))
 # "Learns faster": the mean error over the logged steps from step 10 on (an area under the learning
 # curve on the log-step axis), and the error at the last step, each paired over seeds.
 #
-# "Closes a large part of the gap": the fraction (mean err_PG − mean err_DG)/(mean err_PG − mean
-# err_CE) at the last step, with a paired bootstrap over seeds. Its point estimate is about 0.8 at
-# quick fidelity (0.81, 0.82 and 0.80 for three different base seeds), but PG's error is
-# heavy-tailed over seeds — some seeds sit on a plateau with a digit class not yet learned, which
-# DG avoids — so with 5 seeds the interval's lower end ranged from 0.34 to 0.71. "More than half"
-# is therefore what the estimate says, not what 5 seeds certify; the asserted threshold is that the
-# 95% interval lies above one quarter. (For a typical, non-plateaued seed DG closes about a third to
-# a half of the gap at step 400; the fraction grows over the second half of training.)
+# "Closes a large part of the gap": P1 — in the words of a third-party summary of its MNIST figure
+# (the paper's own text is not available offline) — has DG close "roughly half the gap between
+# standard PG and supervised cross-entropy". Asserted as *at least half*: per seed,
+# d = (err_PG + err_CE)/2 − err_DG, and the mean of d is above 0 — the same as mean PG − mean DG >
+# ½·(mean PG − mean CE), a linear claim with an exact test. PG's error is heavy-tailed over seeds
+# (a seed can sit on a plateau with a digit class not yet learned, which DG avoids), so d is
+# decided by the exact sign-flip test, not a t-interval. The fraction closed per seed is reported
+# (median with its order-statistic interval).
+
 # %%
 final = int(runs.step.max())
 err = {k: runs[(runs.label == k) & (runs.step == final)].sort_values("member").error.to_numpy() for k in METHODS}
-late = runs[runs.step >= 10].groupby(["label", "member"]).error.mean().unstack(0)
+late = seed_mean(runs[runs.step >= 10], "error", ["label", "member"]).unstack(0)
 book.less("dg-faster-auc", "DG's mean error over logged steps ≥ 10 is lower than PG's (paired over seeds)",
-          late["DG"].to_numpy(), late["PG"].to_numpy())
-book.less("dg-below-pg-final", f"DG's error at step {final} is lower than PG's (paired over seeds)", err["DG"], err["PG"])
-gap = stats.bootstrap((err["PG"], err["DG"], err["CE"]), gap_closed, paired=True, vectorized=True, n_resamples=2000,
-                      confidence_level=0.95, method="percentile", random_state=np.random.default_rng(0))
-iv = Interval(float(gap_closed(err["PG"], err["DG"], err["CE"])), *map(float, gap.confidence_interval))
-book.holds("dg-closes-gap", f"DG closes a large part of PG's gap to CE at step {final}: "
-           "(mean PG − mean DG)/(mean PG − mean CE), 95% CI above 1/4", iv, iv.low > 0.25,
-           "paired bootstrap over seeds, percentile CI")
-book.less("ce-below-pg-final", f"the supervised oracle CE stays below PG at step {final} (paired)", err["CE"], err["PG"])
+          late["DG"].to_numpy(), late["PG"].to_numpy(), test="sign-flip", worse="high")
+book.less("dg-below-pg-final", f"DG's error at step {final} is lower than PG's (paired over seeds)", err["DG"],
+          err["PG"], test="sign-flip", worse="high")
+book.above("dg-closes-half-the-gap", f"DG closes at least half of PG's gap to CE at step {final}: per seed "
+           "(err_PG + err_CE)/2 − err_DG > 0 (P1: 'roughly half', read by a third-party summary)",
+           (err["PG"] + err["CE"]) / 2 - err["DG"], 0.0, test="sign-flip", worse="low")
+book.measure("gap-closed-fraction", f"fraction of PG's gap to CE that DG closes at step {final}, per seed "
+             "(err_PG − err_DG)/(err_PG − err_CE)", (err["PG"] - err["DG"]) / (err["PG"] - err["CE"]), worse="low",
+             statistic="median")
+book.less("ce-below-pg-final", f"the supervised oracle CE stays below PG at step {final} (paired)", err["CE"], err["PG"],
+          test="sign-flip", worse="high")
 print({k: np.round(v, 4).tolist() for k, v in err.items()})
 print(book.table())
 book.check()

@@ -22,12 +22,13 @@
 # Methods (all with the Σπ² baseline, Adam 1e-3, B = 100 images, one sample each):
 # REINFORCE; IS-PG with the exact behaviour probabilities (`behavior="true"`: the learner gets the
 # probabilities the actor really sampled from); TIS (C = 2); PPO (ε = 0.2, π_prox = μ, one update
-# per batch); VCPO as published (`simulations.methods.VCPO`) — sequence-level truncated IS with
-# C = 8 and the reported μ + VCPO's ESS-scaled step (`ess_lr`) — with the Σπ² baseline instead of
-# its minimum-variance one (that baseline is per group, and with one sample per image every group
-# is one row, whose advantage would be 0); GAC = REINFORCE + GAC's gradient projection against the
-# previous raw gradient (`gac`, default thresholds c_proj = 0.3, c_skip = 0.9); DG (η = 1), with no
-# off-policy correction at all.
+# per batch); "VCPO (Σπ² baseline)" — VCPO as published (the one method table,
+# `sandbox.scoring.recipes`): sequence-level truncated IS with C = 8 and the reported μ + VCPO's
+# ESS-scaled step (`ess_lr`) — but with the Σπ² baseline instead of its minimum-variance one (that
+# baseline is per group, and with one sample per image every group is one row, whose advantage would
+# be 0): a variant, hence its own name; GAC = PPO + GAC's gradient projection against the previous
+# raw gradient (`gac`, default thresholds c_proj = 0.3, c_skip = 0.9), as everywhere; DG (η = 1,
+# λ = 10⁻⁶), with no off-policy correction at all.
 #
 # At D = 0 every importance weight is exactly 1 (up to rounding): IS-PG, TIS and VCPO reduce to
 # REINFORCE and PPO's clip is inactive on its single update. At quick fidelity their D = 0 point is
@@ -67,7 +68,7 @@ end = runs[runs.step == final]
 
 def legend(method):
     """What runs: GAC and VCPO are update rules on top of an estimator."""
-    return {"GAC": "REINFORCE + GAC", "VCPO": "IS-PG (exact μ) + VCPO step"}.get(method, method)
+    return {"GAC": "PPO + GAC", "VCPO (Σπ² baseline)": "seq. TIS (C = 8) + VCPO step, Σπ² baseline"}.get(method, method)
 
 
 def final_errors(method, D):
@@ -107,13 +108,16 @@ save(fig, "mnist-staleness", note=data_note(runs, fidelity) + f", delays {delays
 # %%
 dg, is_pg, pg = final_errors("DG", D_large), final_errors("IS-PG (exact μ)", D_large), final_errors("REINFORCE", D_large)
 book.less("dg-beats-is-pg-large-delay",
-          f"at D = {D_large}, DG (no correction) ends below IS-PG with exact behaviour probabilities (paired)", dg, is_pg)
-book.above("reinforce-fails", f"at D = {D_large}, REINFORCE's final error is above 0.5", pg, 0.5)
+          f"at D = {D_large}, DG (no correction) ends below IS-PG with exact behaviour probabilities (paired)", dg, is_pg,
+          test="sign-flip", worse="high")
+book.above("reinforce-fails", f"at D = {D_large}, REINFORCE's final error is above 0.5", pg, 0.5, test="sign-flip",
+           worse="high")
 book.greater("reinforce-worse-than-sync", f"REINFORCE at D = {D_large} ends above REINFORCE at D = 0 (paired)",
-             pg, final_errors("REINFORCE", 0))
+             pg, final_errors("REINFORCE", 0), test="sign-flip", worse="high")
 for m in ("DG", "IS-PG (exact μ)", "REINFORCE"):  # the numbers P2 reports at D = 1,000 (README)
-    book.measure(f"error-at-D{D_large}-{m.split()[0].lower()}", f"{m}'s final error at D = {D_large}, step {final}",
-                 final_errors(m, D_large), worse="high")
+    book.measure(f"error-at-D{D_large}-{m.split()[0].lower()}", f"{m}'s final error at D = {D_large}, step {final} "
+                 "(median over seeds)",
+                 final_errors(m, D_large), worse="high", statistic="median")
 table = {m: [round(float(np.mean(final_errors(m, D))), 4) for D in delays] for m in STALENESS}
 print("final error (mean over seeds) at D =", delays)
 for m, v in table.items():

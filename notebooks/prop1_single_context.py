@@ -28,6 +28,7 @@ from scipy import stats
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import band, plt, save_figure, use_style
+from sandbox.analysis.stability import seed_mean
 from sandbox.analysis.stats import Interval
 from simulations import fidelity_from_env, results
 
@@ -74,9 +75,9 @@ save_figure(fig, "prop1-single-context", note=f"fidelity={fidelity}, {runs.membe
 
 # %%
 book.close("parallel", "DG's expected gradient is parallel to PG's in the symmetric bandit (1 − cos ≤ 1e-6)",
-           1 - closed["cos_parallel"].to_numpy(), 0.0, tol=1e-6, kind="sanity")
+           1 - closed["cos_parallel"].to_numpy(), 0.0, tol=1e-6)
 book.close("perp-ratio-enumerated", "DG's perpendicular second moment equals w₋² × PG's (enumeration, rel. 1e-9)",
-           closed["ratio_exact"].to_numpy() / closed["w_minus_sq"].to_numpy(), 1.0, tol=1e-9, kind="sanity")
+           closed["ratio_exact"].to_numpy() / closed["w_minus_sq"].to_numpy(), 1.0, tol=1e-9)
 level = 1 - 0.01 / len(closed)  # 99% for all p at once (Bonferroni): one family of simulator checks
 for _, row in closed.iterrows():
     res = stats.bootstrap((np.asarray(row.mc_perp_dg), np.asarray(row.mc_perp_pg)),
@@ -92,7 +93,7 @@ pg_mid = runs[(runs.label == "PG") & (runs.step == mid)].sort_values("member").e
 dg_mid = runs[(runs.label == "DG") & (runs.step == mid)].sort_values("member").error.to_numpy()
 book.less("dg-lower-error", f"DG's error is lower than PG's at step {mid} (paired over seeds)", dg_mid, pg_mid, worse="high")
 learning = runs[(runs.step > 0) & (runs.step <= mid)]
-mis = learning.assign(mis=1 - learning.cos_pg).groupby(["label", "member"]).mis.mean().unstack(0)
+mis = seed_mean(learning.assign(mis=1 - learning.cos_pg), "mis", ["label", "member"]).unstack(0)
 book.less("dg-lower-misalignment", f"DG's mean misalignment 1 − cos(ĝ, ∇J) over steps 1…{mid} is lower than PG's",
           mis["DG"].to_numpy(), mis["PG"].to_numpy(), worse="high")
 print(book.table())

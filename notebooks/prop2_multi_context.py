@@ -74,7 +74,7 @@ save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member
 
 # %%
 book.close("dg-weight-formula", "DG's exact per-context update equals (1/N)·p/(1 + p^{1/η})·(e_y − π) for η ∈ {½, 1, 2} (rel. 1e-12)",
-           weights.max_rel_error.to_numpy(), 0.0, tol=1e-12, kind="sanity")
+           weights.max_rel_error.to_numpy(), 0.0, tol=1e-12)
 logged = runs[runs.step > 0]
 gap = (logged.ref_dg_cos_ce - logged.ref_reinforce_cos_ce).to_numpy()
 book.exact("dg-closer-to-ce-every-step",

@@ -18,7 +18,7 @@ import pandas as pd
 from sandbox.analysis.store import ResultsStore
 from sandbox.core.validation import check_choice
 from sandbox.runtime.pool import import_plugins, plugins_from_env
-from sandbox.runtime.sweep import Job, load_results, run_sweep
+from sandbox.runtime.sweep import Job, load_results, run_sweep, unique_jobs
 
 # a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
 import_plugins(plugins_from_env())
@@ -28,20 +28,42 @@ import_plugins(plugins_from_env())
 FIDELITIES = ("quick", "paper", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped
-FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.llm",
-            "simulations.frictions2026")
+FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.reference",
+            "simulations.kondo", "simulations.llm", "simulations.frictions2026")
+
+
+#: a figure's plan: (tags, jobs) pairs — what each group of runs is (panel, strength, config …);
+#: a job may appear under several tags (a run shared by two panels is one job)
+Plan = list[tuple[dict, list[Job]]]
 
 
 @dataclass(frozen=True)
 class Figure:
+    """A figure: its jobs at a fidelity (``jobs``, or the jobs of ``plan``, whose tags ``results``
+    adds as columns) and the notebook that draws it and asserts its claims."""
+
     name: str
     group: str  # 'theory' | 'mnist' | 'sequences' | 'llm'
     title: str
-    jobs: Callable[[str], list[Job]]
+    jobs: Callable[[str], list[Job]] | None
     notebook: str  # path relative to the repository root
+    plan: Callable[[str], Plan] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.jobs is None) == (self.plan is None):
+            raise ValueError(f"figure {self.name!r}: give exactly one of jobs and plan")
+        if self.jobs is None:
+            object.__setattr__(self, "jobs", lambda fidelity: unique_jobs([j for _, js in self.plan(fidelity) for j in js]))
 
     def notebook_path(self) -> Path:
         return ROOT / self.notebook
+
+
+def tagged(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """The rows of every (tags, jobs) entry of ``plan``, with its tags as columns (a job under two
+    tags appears twice, once with each)."""
+    parts = [frame[frame["job_id"].isin({j.id for j in jobs})].assign(**tags) for tags, jobs in plan]
+    return pd.concat(parts, ignore_index=True) if parts else frame.iloc[:0]
 
 
 FIGURES: dict[str, Figure] = {}
@@ -99,12 +121,16 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     check_choice("fidelity", fidelity, FIDELITIES)
     figure = select([name])[0]
     store = store or ResultsStore(os.environ.get("SANDBOX_RESULTS", ROOT / "results"))
-    jobs = offset_seeds(figure.jobs(fidelity), base_seed_from_env())
+    base = base_seed_from_env()
+    jobs = offset_seeds(figure.jobs(fidelity), base)
     workers = workers or int(os.environ.get("SANDBOX_WORKERS", "1"))
     report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
     if not report.ok:
         raise RuntimeError(f"{len(report.failed)} job(s) of {name} failed:\n" + "\n".join(report.failed.values()))
-    return load_results(jobs, store)
+    frame = load_results(jobs, store)
+    if figure.plan is None:
+        return frame
+    return tagged(frame, [(tags, offset_seeds(js, base)) for tags, js in figure.plan(fidelity)])
 
 
 def published() -> dict[tuple[str, str], str]:

@@ -1,31 +1,78 @@
-"""Every figure end to end at quick fidelity: sweep, notebook (nbclient), PNG + PDF, claims."""
+"""Every figure end to end at quick fidelity: sweep, notebook (nbclient), PNG + PDF, claims — and
+again with one seed of every configuration diverged, which every claim must count, not drop."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
+from sandbox.analysis.store import ResultsStore
 from sandbox.reproduce import reproduce
+from sandbox.runtime.config import RunConfig
 from simulations import select
 
 #: figures that start Ray run in the same xdist worker as the Ray tests (one Ray at a time)
 FIGURES = [pytest.param(f.name, marks=pytest.mark.xdist_group("ray")) if f.group == "llm" else f.name
            for f in select()]
+#: columns that say what a row is, not what was measured
+IDENTITY = {"run_id", "label", "step", "member", "seed", "replicate", "wall_time", "diverged"}
+CONFIG_FIELDS = {f.name for f in dataclasses.fields(RunConfig)}
+
+
+def plant_diverged_seed(store: ResultsStore, jobs) -> int:
+    """In every training job's result, make the first seed (the smallest seed, member 0) diverge
+    after its first logged step, as the loop logs a diverged member: its metrics NaN, ``diverged``
+    True. Per-seed jobs get one diverged seed per configuration, batched ones one member each.
+    Returns how many jobs were changed."""
+    frames = {j.id: store.read(j.id) for j in jobs}
+    training = {k: f for k, f in frames.items() if {"member", "diverged", "step"} <= set(f.columns)}
+    if not training:
+        return 0
+    first_seed = min(int(f["seed"].min()) for f in training.values())
+    changed = 0
+    for job_id, frame in training.items():
+        meta = set(next(j for j in jobs if j.id == job_id).params.get("meta", {}))
+        rows = (frame["seed"] == first_seed) & (frame["member"] == 0) & (frame["step"] > frame["step"].min())
+        metrics = [c for c in frame.columns if frame[c].dtype.kind == "f" and c not in IDENTITY | meta
+                   and c.split(".")[0] not in CONFIG_FIELDS]
+        if not rows.any() or not metrics:
+            continue
+        frame.loc[rows, metrics] = np.nan
+        frame.loc[rows, "diverged"] = True
+        store.write(job_id, frame, store.metadata(job_id))
+        changed += 1
+    return changed
 
 
 @pytest.mark.parametrize("name", FIGURES)
-def test_figure_reproduces_and_its_claims_pass(name, tmp_path):
+def test_figure_reproduces_and_its_claims_pass_and_count_a_diverged_seed(name, tmp_path):
     if name.startswith("mnist"):
         from sandbox.envs.mnist import find_test_split
 
         if find_test_split() is None:
             pytest.skip("the MNIST test split was not found: put t10k-images-idx3-ubyte.gz and "
                         "t10k-labels-idx1-ubyte.gz in ../shared/data/mnist or set SANDBOX_MNIST_DIR")
-    (outcome,) = reproduce([name], fidelity="quick", results_dir=tmp_path / "results",
-                           figures_dir=tmp_path / "figures", notebooks_dir=tmp_path / "notebooks", workers=1,
-                           progress=False)
+    run = dict(fidelity="quick", results_dir=tmp_path / "results", notebooks_dir=tmp_path / "notebooks", workers=1,
+               progress=False)
+    (outcome,) = reproduce([name], figures_dir=tmp_path / "figures", **run)
     assert outcome.error is None, outcome.error
     assert outcome.claims, "the notebook recorded no claims"
     failed = [f"{c.name}: {c.interval}" for c in outcome.claims if c.passed is False]
     assert not failed, failed
     assert {p.suffix for p in outcome.files} == {".png", ".pdf"}
     assert (tmp_path / "notebooks").glob("*.ipynb")
+
+    # every seed counts: the same figure with one seed of each configuration diverged
+    jobs = select([name])[0].jobs("quick")
+    if not plant_diverged_seed(ResultsStore(tmp_path / "results"), jobs):
+        return  # no training run behind this figure (closed forms, exact moments)
+    (planted,) = reproduce([name], figures_dir=tmp_path / "planted", rerun=True, **run)
+    assert planted.claims, f"with a diverged seed the notebook crashed: {planted.error}"
+    assert planted.error is None or any(c.passed is False for c in planted.claims), planted.error
+    seeds = {c.name: c.n for c in outcome.claims}
+    assert {c.name: c.n for c in planted.claims} == seeds, "a claim lost or gained seeds: a NaN seed was dropped"
+    over_seeds = [c for c in planted.claims if c.n]
+    assert not over_seeds or sum(c.diverged for c in over_seeds) > 0, \
+        "no claim over seeds counted the diverged seed"

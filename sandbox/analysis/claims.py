@@ -325,9 +325,13 @@ class ClaimBook:
     def table(self) -> str:
         return format_claims(self.claims)
 
-    def check(self) -> None:
-        """Raise AssertionError naming every failed claim (call at the end of a notebook)."""
-        if not any(c.passed is not None for c in self.claims):
+    def check(self, require_asserted: bool = True) -> None:
+        """Raise AssertionError naming every failed claim (call at the end of a notebook); a figure
+        must assert at least one claim unless it is descriptive (``require_asserted=False``: every
+        claim reported, e.g. a map whose cells no claim was stated for beforehand)."""
+        if not self.claims:
+            raise AssertionError(f"{self.figure}: no claims were recorded")
+        if require_asserted and not any(c.passed is not None for c in self.claims):
             raise AssertionError(f"{self.figure}: no claims were asserted")
         if self.failed:
             lines = "\n".join(f"  {c.name}: {c.statement} — {c.interval} ({c.detail})" for c in self.failed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -88,8 +89,10 @@ def save_figure(fig, name: str, outdir: str | os.PathLike | None = None, note: s
     out.mkdir(parents=True, exist_ok=True)
     footer = ", ".join(part for part in (note, bands or bands_note(fig)) if part)
     if footer:
-        # just below the figure (bbox_inches="tight" takes it in), clear of the axes' labels
-        fig.text(0.995, -0.01, footer, ha="right", va="top", fontsize=6, color="0.4")
+        # just below the figure (bbox_inches="tight" takes it in), clear of the axes' labels, wrapped
+        # to the figure's width (~21 characters of 6-point text per inch)
+        wrapped = textwrap.fill(footer, max(40, int(fig.get_figwidth() * 21)), break_on_hyphens=False)
+        fig.text(0.995, -0.01, wrapped, ha="right", va="top", fontsize=6, color="0.4")
     if footer and os.environ.get("SANDBOX_CLAIMS"):  # sandbox reproduce records it (seeds, steps, data)
         Path(os.environ["SANDBOX_CLAIMS"]).with_suffix(".note.txt").write_text(footer + "\n")
     paths = [out / f"{name}.png", out / f"{name}.pdf"]

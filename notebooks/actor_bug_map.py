@@ -1,0 +1,105 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Actor-bug map: where DG's advantage over PG holds under a landmine, and where it does not
+#
+# The landmine actor bug as the reference code has it (google-deepmind/egg): with probability
+# p_bug the actor's answer is replaced by the constant all-zeros answer, reported with probability
+# 1, and the environment adds a penalty N(m, 0.1²) to *every* answer equal to the landmine (sampled
+# or injected; m = 0 means no penalty). Token reversal H = 10, V = 2 at the reference-match setting
+# (reward = fraction of positions correct, Adam 3e-4, 10 × 10 per step, 600 steps). Cells:
+# p_bug ∈ {0.03, 0.1, 0.3} × m ∈ {0, −0.5, −1}, DG and PG, paired over seeds (the same seed gives
+# both the same initial network and the same injections).
+#
+# Why a map: on the reference's own configuration (p_bug = 0.1, no penalty) the reference code's DG
+# ends *below* PG in learner reward (reference-match) — the paper's claim that DG is more robust to
+# actor bugs fails there for the reference code too. Without a penalty the landmine answer earns
+# the partial credit of its zeros, so a learner that follows the injected answers loses little
+# reward and gets no signal against it; a penalty makes the landmine a real failure, which DG's gate
+# (it suppresses rare failures *of the learner's own* — the injected answer is rare under π) and
+# PG's ratio treat differently.
+#
+# **What is reported.** Per cell, the final error of each method (mean of the last three logged
+# evaluations) and DG − PG with the exact sign-flip interval (a stuck seed makes the final error
+# bimodal, so no t-interval). The map is descriptive: every cell is reported (INFO), none is
+# asserted, because no claim about where DG's advantage holds was stated before the data. (At paper
+# fidelity a cell without a penalty at p_bug = 0.1 or 0.3 is the very run of the frictions figure
+# and of reference-match's actor-bug panel: one job, one number.)
+#
+# **Fidelity.** Quick: H = 2, p_bug ∈ {0.1, 0.3} × m ∈ {0, −1}, 4 seeds (one batched job per
+# cell), 150 steps. Paper: as above, 8 seeds (one job each).
+
+# %%
+import numpy as np
+import pandas as pd
+
+from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.plotting import plt, save_figure, use_style
+from simulations import fidelity_from_env, results
+from simulations.sequences import FIDELITY, budget_note, final
+
+fidelity = fidelity_from_env()
+f = FIDELITY[fidelity]
+frame = results("actor-bug-map")
+book = ClaimBook("actor-bug-map")
+use_style()
+P, M = list(f["map_p_bug"]), list(f["map_penalty"])
+
+
+def cell(method, p, m):
+    return final(frame[(frame.method == method) & (frame.p_bug == p) & (frame.penalty == m)], last=3).to_numpy()
+
+
+# %% [markdown]
+# ## Claims (reported per cell)
+
+# %%
+rows = []
+for p in P:
+    for m in M:
+        dg, pg = cell("DG", p, m), cell("PG", p, m)
+        claim = book.report(book.less(f"dg-below-pg-p{p:g}-m{m:g}", f"p_bug = {p:g}, penalty {m:g}: DG's final "
+                                      "error is below PG's (paired)", dg, pg, test="sign-flip", worse="high"))
+        rows.append({"p_bug": p, "penalty": m, "DG": np.nanmean(dg), "PG": np.nanmean(pg), "DG − PG": claim.estimate,
+                     "low": claim.low, "high": claim.high,
+                     "verdict": "DG lower" if claim.high < 0 else ("PG lower" if claim.low > 0 else "not separated")})
+table = pd.DataFrame(rows)
+print(table.round(3).to_string(index=False))
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+for ax, method in zip(axes[:2], ("PG", "DG")):
+    grid = table.pivot(index="penalty", columns="p_bug", values=method).loc[M, P]
+    im = ax.imshow(grid.to_numpy(), cmap="viridis_r", vmin=0, vmax=0.5, aspect="auto")
+    for (i, j), v in np.ndenumerate(grid.to_numpy()):
+        ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w" if v > 0.25 else "k", fontsize=8)
+    ax.set(xticks=range(len(P)), xticklabels=[f"{p:g}" for p in P], yticks=range(len(M)),
+           yticklabels=[f"{m:g}" for m in M], xlabel="p_bug", ylabel="landmine penalty m",
+           title=f"{method}: final error (mean over seeds)")
+fig.colorbar(im, ax=axes[:2], shrink=0.8, label="final error")
+diff = table.pivot(index="penalty", columns="p_bug", values="DG − PG").loc[M, P]
+bound = max(0.05, float(np.nanmax(np.abs(diff.to_numpy()))))
+im = axes[2].imshow(diff.to_numpy(), cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
+for (i, j), v in np.ndenumerate(diff.to_numpy()):
+    verdict = table[(table.p_bug == P[j]) & (table.penalty == M[i])].verdict.iloc[0]
+    axes[2].text(j, i, f"{v:+.2f}\n{verdict}", ha="center", va="center", fontsize=7)
+axes[2].set(xticks=range(len(P)), xticklabels=[f"{p:g}" for p in P], yticks=range(len(M)),
+            yticklabels=[f"{m:g}" for m in M], xlabel="p_bug", title="DG − PG (blue: DG lower)")
+fig.colorbar(im, ax=axes[2], shrink=0.8)
+seeds = frame.replicate.nunique()
+save_figure(fig, "actor-bug-map", note=f"fidelity={fidelity}, H = {f['map_H']}, "
+            f"{budget_note('actor-bug-map', f['map_steps'], seeds)}",
+            bands="verdicts: exact sign-flip 95% intervals of the paired difference")
+print(book.table())
+book.check(require_asserted=False)  # descriptive: every cell is reported
