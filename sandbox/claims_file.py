@@ -4,8 +4,14 @@ Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. I
 what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``), so a
 run resumed after an interruption, or one that redraws a single figure, still lists them all.
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
-papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``), and
-``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours.
+papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
+``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
+``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (reference
+behaviour, budget, or genuine), printed beside each FAIL — a FAIL without one is flagged.
+
+Totals count evidence and sanity checks apart: a sanity check (an identity, a closed form) cannot
+fail unless the code is wrong, so it is never evidence. Each figure's row links its per-seed data
+(``data/FIGURE.parquet`` beside this file) when the run exported it.
 """
 
 from __future__ import annotations
@@ -25,39 +31,50 @@ def _published(published: dict, figure: str, claim: str) -> str:
     return next((text for (f, pattern), text in published.items() if f == figure and fnmatchcase(claim, pattern)), "")
 
 
+#: what CLAIMS.md says beside a FAIL whose cause nobody has stated yet (tests look for it)
+NO_CAUSE = "**cause not stated**"
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
                     command: str = "", workers: int = 1, base_seed: int = 0,
-                    last_run: tuple[int, float] | None = None, headlines: str = "") -> str:
+                    last_run: tuple[int, float] | None = None, headlines: str = "",
+                    causes: dict | None = None, data_dir: str | Path | None = None) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
-    markdown table of the papers' headline numbers beside ours."""
+    markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
+    ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md)."""
     results_dir = Path(results_dir)
-    published = published or {}
+    published, causes = published or {}, causes or {}
     suffix = f".seed{base_seed}" if base_seed else ""
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
-    verdicts = dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
+    verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
     for figure in figures:
         record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
         claims = load_claims(results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json")
+        data = Path(data_dir) / f"{figure.name}.parquet" if data_dir else None
+        link = f"[data](data/{figure.name}.parquet)" if data is not None and data.is_file() else ""
         if not record:
-            rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | |")
+            rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | | |")
             continue
         seconds = record.get("job_seconds", {})  # job id → compute seconds
         jobs_s, notebook_s = sum(seconds.values()), float(record.get("notebook_seconds", 0))
         job_time.update(seconds)  # a job shared by two figures counts once in the totals
         total_notebooks += notebook_s
         rows.append(f"| `{figure.name}` | {_cell(record.get('note', ''))} | {record.get('jobs', '')} | "
-                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} |")
+                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} "
+                    f"| {link} |")
         for c in claims:
-            verdicts[c.verdict] += 1
+            verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
+            cause = (_published(causes, figure.name, c.name) or NO_CAUSE) if c.verdict == "FAIL" else ""
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
-                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(_published(published, figure.name, c.name))} |")
+                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(cause)} | "
+                              f"{_cell(_published(published, figure.name, c.name))} |")
     total_jobs = sum(job_time.values())
     wall = (total_jobs / max(workers, 1) + total_notebooks)
     last = (f" The invocation that wrote this file ran {last_run[0]} figure{'s' if last_run[0] != 1 else ''} in "
@@ -66,22 +83,29 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
             "a figure's row says the commit it was made at.", "",
-            f"**Totals:** {verdicts['PASS']} PASS, {verdicts['CHECK']} CHECK (sanity checks that passed), "
-            f"{verdicts['FAIL']} FAIL, {verdicts['INFO']} INFO (reported, not asserted). "
+            f"**Evidence:** {verdicts[('evidence', 'PASS')]} PASS, {verdicts[('evidence', 'FAIL')]} FAIL, "
+            f"{verdicts[('evidence', 'INFO')]} INFO (reported, not asserted). "
+            f"**Sanity checks** (identities and closed forms, never evidence): {verdicts[('sanity', 'CHECK')]} CHECK, "
+            f"{verdicts[('sanity', 'FAIL')]} FAIL, {verdicts[('sanity', 'INFO')]} INFO.", "",
             f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
             f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time "
             f"(a job shared by two figures counts once here, in each figure's row below).{last}", "",
             *(["## Published numbers beside ours", "", headlines, ""] if headlines else []),
             "## Figures", "",
-            "| figure | seeds, steps, data | jobs | job compute | notebook | commit, finished |",
-            "|---|---|---|---|---|---|", *rows, "",
+            "Each figure's budget is in its row, against the paper's where the text available offline states it. "
+            "The per-seed results behind a figure are its data file: `sandbox reproduce --fidelity paper` "
+            "resumes from them and recomputes every claim without rerunning a job.", "",
+            "| figure | budget: steps (of the paper's), seeds, data | jobs | job compute | notebook | commit, finished | "
+            "per-seed data |",
+            "|---|---|---|---|---|---|---|", *rows, "",
             "## Claims", "",
             "PASS / FAIL: an asserted claim about learning (*evidence*), with the interval valid at its seed "
             "count; CHECK: a *sanity* check (an identity, true by construction) that passed; INFO: reported, "
-            "not asserted. A diverged seed counts as its metric's worst value. The published column is the "
-            "paper's own number or statement where it gives one.", "",
-            "| figure | claim | kind | value [interval] | seeds | test | verdict | published |",
-            "|---|---|---|---|---|---|---|---|", *claim_rows, ""]
+            "not asserted. A diverged seed counts as its metric's worst value. A FAIL says why in one sentence "
+            "(reference behaviour, budget, or genuine). The published column is the paper's own number or "
+            "statement where it gives one.", "",
+            "| figure | claim | kind | value [interval] | seeds | test | verdict | why it fails | published |",
+            "|---|---|---|---|---|---|---|---|---|", *claim_rows, ""]
     return "\n".join(head)
 
 

@@ -342,6 +342,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir,
                           published=registry.published() if hasattr(registry, "published") else None,
                           headlines=registry.headlines(results_dir, fidelity) if hasattr(registry, "headlines") else "",
+                          causes=registry.fail_causes() if hasattr(registry, "fail_causes") else None,
+                          data_dir=figures_dir / "data",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
     return outcomes

@@ -140,6 +140,13 @@ def published() -> dict[tuple[str, str], str]:
     return statements()
 
 
+def fail_causes() -> dict[tuple[str, str], str]:
+    """Why a committed paper-tier claim fails, {(figure, claim-name pattern): sentence} (CLAIMS.md)."""
+    from simulations.paper_statements import fail_causes as causes
+
+    return causes()
+
+
 def headlines(results_dir: str | os.PathLike, fidelity: str) -> str:
     """The published-vs-sandbox table of the papers' headline numbers (README, CLAIMS.md)."""
     from simulations.paper_statements import headline_markdown

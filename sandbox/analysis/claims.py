@@ -58,6 +58,19 @@ class Claim:
     kind: str = "evidence"  # 'evidence' | 'sanity'
     n: int = 0  # seeds (0: not a statistic over seeds)
     diverged: int = 0  # seeds whose metric was NaN, scored as the worst value
+    side: str = ""  # 'below' | 'above': where the interval must lie relative to ``against`` ('' unknown)
+    against: float = 0.0
+
+    @property
+    def agreement(self) -> str:
+        """What the measurement says of the claim's statement, asserted or not: 'supports' (the
+        interval lies on the claimed side), 'contradicts' (entirely on the other side) or
+        'inconclusive'."""
+        if self.side == "below":
+            return "supports" if self.high < self.against else ("contradicts" if self.low > self.against else "inconclusive")
+        if self.side == "above":
+            return "supports" if self.low > self.against else ("contradicts" if self.high < self.against else "inconclusive")
+        return "supports" if self.passed else "inconclusive"
 
     @property
     def interval(self) -> str:
@@ -124,11 +137,13 @@ class ClaimBook:
         return claim
 
     def holds(self, name: str, statement: str, interval: Interval, passed: bool, detail: str = "",
-              kind: str = "evidence", n: int | None = None, diverged: int = 0) -> Claim:
-        """Record a claim decided by the caller from ``interval`` (n defaults to ``interval.n``)."""
+              kind: str = "evidence", n: int | None = None, diverged: int = 0, side: str = "",
+              against: float = 0.0) -> Claim:
+        """Record a claim decided by the caller from ``interval`` (n defaults to ``interval.n``);
+        ``side`` and ``against`` say where the interval must lie ('below'/'above' the value)."""
         return self.record(Claim(self.figure, name, statement, float(interval.estimate), float(interval.low),
                                  float(interval.high), bool(passed), detail, kind,
-                                 int(interval.n if n is None else n), int(diverged)))
+                                 int(interval.n if n is None else n), int(diverged), side, float(against)))
 
     def report(self, claim: Claim) -> Claim:
         """Keep a measured comparison in the table without asserting it (shown as INFO): for a
@@ -161,7 +176,8 @@ class ClaimBook:
     def _compare(self, name, statement, a, b, paired, statistic, margin, kind, worse, sign, test) -> Claim:
         iv, passed, detail, count, inputs = self._difference(a, b, paired, statistic, margin, worse, sign, test)
         self._one_row(name, kind, ("difference", sign, test, statistic, paired, *inputs))
-        return self.holds(name, statement, iv, passed, detail, kind, iv.n, count)
+        return self.holds(name, statement, iv, passed, detail, kind, iv.n, count, "below" if sign < 0 else "above",
+                          -margin if sign < 0 else margin)
 
     def _one_row(self, name: str, kind: str, key: tuple) -> None:
         """Refuse an evidence claim that repeats the measurement of an earlier one (same inputs)."""
@@ -217,7 +233,7 @@ class ClaimBook:
         self._one_row(name, kind, ("throughout", test, statistic, paired, a, b))
         count = sum(r[3] for r in results)
         detail = f"{sum(r[1] for r in results)} of {len(columns)} columns pass; worst at {columns[worst]}: {detail}"
-        return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count)
+        return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count, "below", 0.0)
 
     def below(self, name: str, statement: str, values, threshold: float, statistic: str = "mean",
               kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
@@ -248,7 +264,8 @@ class ClaimBook:
             iv = interval(values, statistic, self.confidence)
         passed = iv.high < threshold if sign < 0 else iv.low > threshold
         detail = f"{statistic} {'<' if sign < 0 else '>'} {threshold:g} over {values.size} seeds ({iv.method}){note}"
-        return self.holds(name, statement, iv, passed, detail, kind, values.size, count)
+        return self.holds(name, statement, iv, passed, detail, kind, values.size, count, "below" if sign < 0 else "above",
+                          float(threshold))
 
     def equivalent(self, name: str, statement: str, a, b, band: float, paired: bool = False, log: bool = False,
                    alpha: float = 0.05, worse: str | None = None) -> Claim:

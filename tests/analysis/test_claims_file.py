@@ -35,7 +35,7 @@ def test_claims_md_lists_every_figure_claim_verdict_seeds_and_published_statemen
     assert "**INFO**" in rows["DG's error is below PPO's"] and "P1: DG wins" in rows["DG's error is below PPO's"]
     assert "**CHECK**" in rows["an identity"] and rows["an identity"].endswith("|  |")  # no published statement
     assert "| `fig-b` | not run yet at paper fidelity |" in text
-    assert "1 PASS, 1 CHECK (sanity checks that passed), 0 FAIL, 1 INFO" in text
+    assert "**Evidence:** 1 PASS, 0 FAIL, 1 INFO" in text and "1 CHECK, 0 FAIL, 0 INFO" in text  # counted apart
     assert "2.00 h of job time" in text  # j2, shared by fig-a and fig-c, counts once
     assert "about 1.01 h of wall time" in text  # 2 h of jobs on 2 workers + 30 s of notebook
     assert "ran 3 figures in 1.5 min of wall time" in text
@@ -60,9 +60,28 @@ def test_the_headline_table_sets_each_measured_number_beside_the_papers_row(tmp_
     assert "not run yet at paper fidelity" in rows[("P2", "MNIST classification error at delay D = 1,000", "REINFORCE")]
     table = pd.read_csv(DATA)
     for figure, pattern, row, _, _ in HEADLINES:  # a measured number sits beside its own method's row
-        measured = re.fullmatch(r"(?:error-at-[^-]+|longest-H)-(.+)", pattern)
+        measured = re.fullmatch(r"(?:(?:seq-)?error-at-[^-]+|longest-H)-(.+)", pattern)
         if measured:
             method = measured.group(1).upper()
             assert table.loc[row, "method"].startswith(method) or f"({method})" in table.loc[row, "method"], (figure, row)
         else:
             assert table.loc[row, "kind"] == "text", (figure, pattern, row)  # a qualitative statement
+
+
+def test_a_fail_says_why_and_a_figure_links_its_data(tmp_path):
+    from sandbox.claims_file import NO_CAUSE
+
+    results = tmp_path / "results"
+    book = ClaimBook("fig-a", results / "claims" / "fig-a.paper.json")
+    book.less("dg-below-pg", "DG below PG", np.array([0.5, 0.6, 0.7]), np.array([0.1, 0.2, 0.1]))  # fails
+    book.less("dg-below-pmpo", "DG below PMPO", np.array([0.5, 0.6, 0.7]), np.array([0.2, 0.3, 0.2]))  # fails
+    (results / "notebooks").mkdir(parents=True)
+    (results / "notebooks" / "fig-a.paper.json").write_text(json.dumps({"note": "n", "jobs": 1, "job_seconds": {}}))
+    data = tmp_path / "figures" / "data"
+    data.mkdir(parents=True)
+    (data / "fig-a.parquet").write_bytes(b"")
+    text = claims_markdown([SimpleNamespace(name="fig-a")], "paper", results, data_dir=data,
+                           causes={("fig-a", "dg-below-pg"): "the reference code fails it too (reference behaviour)"})
+    rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| `fig-a` |")}
+    assert "the reference code fails it too" in rows["DG below PG"] and NO_CAUSE in rows["DG below PMPO"]
+    assert "[data](data/fig-a.parquet)" in text

@@ -121,3 +121,15 @@ def test_median_interval_is_exact_for_any_continuous_distribution():
     covered = np.mean([(lambda iv: iv.low <= true_median <= iv.high)(median_interval(rng.permutation(row)))
                        for row in x[:, :n]])
     assert covered >= 0.95 - 3.5 * (0.05 * 0.95 / draws) ** 0.5
+
+
+def test_a_claim_says_whether_its_measurement_supports_or_contradicts_its_statement():
+    """The GAC case: 'GAC lowers the error' reported with an interval entirely above 0 contradicts it."""
+    book = ClaimBook("fig")
+    rng = np.random.default_rng(5)
+    base = rng.normal(0.5, 0.05, 30)
+    raised = book.report(book.less("gac-restores-learning", "with GAC the error is lower", base + 0.07, base))
+    assert raised.passed is None and raised.agreement == "contradicts"
+    assert book.less("lower", "a is lower", base - 0.07, base).agreement == "supports"
+    assert book.less("noise", "a is lower", base + rng.normal(0, 0.05, 30), base).agreement == "inconclusive"
+    assert book.above("above", "mean > 0.6", base, 0.6).agreement == "contradicts"
