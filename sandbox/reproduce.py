@@ -36,6 +36,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from sandbox.analysis import figure_data
 from sandbox.analysis.claims import Claim, format_claims, load_claims
 from sandbox.analysis.provenance import git_commit
 from sandbox.analysis.store import ResultsStore
@@ -284,9 +285,12 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
     all_jobs = {f.name: offset_seeds(f.jobs(fidelity), base_seed) for f in chosen}
+    committed = _restore_committed(chosen, all_jobs, store, figures_dir / "data") \
+        if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed else set()
     if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
         run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
-                  progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures")
+                  progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures",
+                  accept_stale_code=committed or None)
     outcomes = []
     for figure in chosen:
         start = time.perf_counter()
@@ -297,7 +301,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         try:
             jobs = all_jobs[figure.name]
             report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
-                               ray_address=ray_address, desc=figure.name)
+                               ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None)
             if not report.ok:
                 raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
@@ -327,6 +331,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                     "note": figure_note(claims_path), "commit": git_commit(),
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "claims_failed": claims_failed is not None}))
+                if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
+                    figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
                 if claims_failed is not None:
                     raise claims_failed
             outcome.cached = cached is not None
@@ -347,6 +353,23 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
     return outcomes
+
+
+def _restore_committed(figures, all_jobs: dict, store: ResultsStore, data_dir: Path) -> set[str]:
+    """Restore into ``store`` the committed per-seed data of ``figures`` (``data_dir/NAME.parquet``)
+    that it lacks; return the ids of every job those files hold — the committed evidence, kept even
+    where other code made it (CLAIMS.md names the commit that did)."""
+    held: set[str] = set()
+    for figure in figures:
+        path = data_dir / f"{figure.name}.parquet"
+        if not path.is_file():
+            continue
+        ids = [j.id for j in all_jobs[figure.name]]
+        restored = figure_data.restore(path, store, ids)
+        if restored:
+            log.warning("%s: %d result(s) restored from %s (no job reruns for them)", figure.name, len(restored), path)
+        held |= figure_data.jobs_in(path) & set(ids)
+    return held
 
 
 def reproduce_command(fidelity: str, workers: int | None, base_seed: int) -> str:

@@ -20,7 +20,7 @@ import os
 import time
 import traceback
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,13 +243,14 @@ def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
 
 def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
               progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
-              plugins: Sequence[str] | None = None, accept_stale_code: bool | None = None,
+              plugins: Sequence[str] | None = None, accept_stale_code: bool | Collection[str] | None = None,
               poll_seconds: float = 0.2) -> SweepReport:
     """Run every job whose verified result is not in ``store`` yet.
 
     Stored results that are corrupt, or were made by other code (another package version or
     ``sandbox/`` source), are recomputed; ``accept_stale_code=True`` keeps the latter (default:
-    ``$SANDBOX_ACCEPT_STALE_CODE`` = 1, which ``sandbox sweep|reproduce --accept-stale-code`` sets). ``plugins``
+    ``$SANDBOX_ACCEPT_STALE_CODE`` = 1, which ``sandbox sweep|reproduce --accept-stale-code`` sets), a
+    collection of job ids keeps those (results restored from committed data). ``plugins``
     (default ``$SANDBOX_PLUGINS``) are imported here and in every worker. A job that another live
     sweep has claimed is waited for (polling every ``poll_seconds``). Ctrl-C stops every worker at
     once, keeps every finished result and raises ``KeyboardInterrupt``.
@@ -271,9 +272,11 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
         log.info("removed %s, left by a killed writer", tmp.name)
     report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})
     todo = []
+    keep_stale = (lambda job_id: accept_stale_code) if isinstance(accept_stale_code, bool) \
+        else (lambda job_id: job_id in accept_stale_code)
     for job in jobs:
         state = store.state(job.id)
-        if state == "ok" or (state == "stale" and accept_stale_code):
+        if state == "ok" or (state == "stale" and keep_stale(job.id)):
             report.skipped += 1
             if state == "stale":
                 report.accepted_stale.append(job.id)

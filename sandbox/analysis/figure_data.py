@@ -1,0 +1,74 @@
+"""A figure's per-seed results as one compact file: committed beside the paper figures, restored
+into a results store so that every claim can be recomputed without rerunning a job.
+
+``export`` writes the stored results of a figure's jobs into one zstd-compressed parquet file (the
+frames concatenated, a ``job_id`` column saying whose row is whose); the schema metadata keeps, per
+job, its columns and dtypes, the metadata its result was stored with and the code that made it.
+``restore`` writes each job back into a ``ResultsStore`` exactly as it was stored — the same
+frame, metadata and code stamp — so a sweep finds it, and the store's own checksum guards it from
+then on. A restored result made by other code is *stale* to the store; the caller decides whether
+to keep it (``sandbox reproduce --fidelity paper`` does: the committed data are the evidence its
+claims are computed from, and CLAIMS.md names the commit that made them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sandbox.analysis.store import ResultsStore
+from sandbox.runtime.sweep import Job, unique_jobs
+
+_KEY = b"sandbox_figure_data"
+
+
+def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) -> Path:
+    """Write the stored results of ``jobs`` (all must be stored) to ``path`` as one parquet file."""
+    jobs = unique_jobs(jobs)
+    frames, index = [], {}
+    for job in jobs:
+        frame = store.read(job.id)
+        index[job.id] = {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
+                         "metadata": store.metadata(job.id), "code": store.code(job.id)}
+        frames.append(frame.assign(**{"__job": job.id}))
+    table = pa.Table.from_pandas(pd.concat(frames, ignore_index=True), preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _KEY: json.dumps(index).encode()})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd", compression_level=19)
+    os.replace(tmp, path)
+    return path
+
+
+def jobs_in(path: str | os.PathLike) -> set[str]:
+    """The ids of the jobs a data file holds."""
+    return set(json.loads((pq.read_schema(path).metadata or {})[_KEY]))
+
+
+def restore(path: str | os.PathLike, store: ResultsStore, job_ids: Sequence[str] | None = None) -> list[str]:
+    """Write the jobs of ``path`` (those of ``job_ids`` only, if given) that ``store`` does not hold
+    as results of this code (missing, corrupt or stale) back into it, each as it was stored;
+    returns the ids written."""
+    table = pq.read_table(path)
+    index = json.loads(table.schema.metadata[_KEY])
+    wanted = set(index) if job_ids is None else set(job_ids) & set(index)
+    todo = [j for j in sorted(wanted) if store.state(j) != "ok"]
+    if not todo:
+        return []
+    data = table.to_pandas()
+    for job_id in todo:
+        entry = index[job_id]
+        frame = data[data["__job"] == job_id][entry["columns"]].reset_index(drop=True)
+        frame = frame.astype({c: t for c, t in entry["dtypes"].items() if t != "object"})
+        store.write(job_id, frame, entry["metadata"], code=entry["code"])
+    return todo
+
+
+__all__ = ["export", "jobs_in", "restore"]
