@@ -74,7 +74,7 @@ axes[2].set(xscale="log", xlabel="step", ylabel="cos of applied updates", title=
 axes[3].set(xscale="log", yscale="log", xlabel="step", ylabel="error", title="error")
 axes[0].legend(fontsize=7)
 axes[2].legend(fontsize=7)
-save_figure(fig, "async-signatures", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds")
+save_figure(fig, "async-signatures", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds, {int(runs.step.max()):,} steps (the spec's bandit settings; the paper's budget is not stated)")
 
 # %% [markdown]
 # ## Claims (per-seed averages over steps 100–300: after the first progress, while the stale

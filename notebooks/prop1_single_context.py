@@ -64,7 +64,7 @@ axes[2].plot(p, closed["ratio_exact"], "o", mfc="none", color="C3", label="enume
 axes[2].plot(p, mc_ratio, "x", color="C0", label="simulator (Monte Carlo)")
 axes[2].set(xlabel="p = π(y*)", ylabel="E‖g⊥‖²: DG / PG", title="perpendicular variance ratio")
 axes[2].legend()
-save_figure(fig, "prop1-single-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds")
+save_figure(fig, "prop1-single-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds, {int(runs.step.max()):,} steps (the spec's bandit settings; the paper's budget is not stated)")
 
 # %% [markdown]
 # ## Claims

@@ -61,7 +61,7 @@ axes[2].set(xlabel="p = π(y|x)", ylabel="per-context weight", title="weight of 
 axes[2].legend(fontsize=7)
 axes[0].axvspan(0.6 * runs.step.max(), runs.step.max(), color="0.5", alpha=0.12, linewidth=0, label="asserted window")
 axes[0].legend()
-save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds")
+save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds, {int(runs.step.max()):,} steps (the spec's bandit settings; the paper's budget is not stated)")
 
 # %% [markdown]
 # ## Claims

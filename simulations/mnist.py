@@ -33,6 +33,8 @@ FIDELITY = {
              "seed": 0},
 }
 LR, BATCH = 1e-3, 100
+#: P1's and P2's MNIST budget as a third-party summary reads it (simulations/data/PUBLISHED.md)
+PAPER_STEPS = 10_000
 PROBES = ("reinforce", "dg")
 #: label → RunConfig fields of the method (the one method table, ``sandbox.scoring.recipes``). PG is
 #: the papers' PG (token-level IS with the recorded μ): on-policy, one update per fresh batch, it is
@@ -166,7 +168,8 @@ def data_note(frame: pd.DataFrame, fidelity: str) -> str:
     n_train = int(frame["train_images"].dropna().max())
     data = "10k split only (8k train / 2k eval)" if n_train < 60000 else "60k train / 10k test"
     steps = int(frame["step"].max())
-    return f"fidelity={fidelity}, {frame['member'].nunique()} seeds, {steps} steps, MNIST {data}"
+    return (f"fidelity={fidelity}, {frame['member'].nunique()} seeds, {steps:,} of the paper's {PAPER_STEPS:,} steps "
+            f"(K = 10k per a third-party summary), MNIST {data}")
 
 
 register_figure(Figure("mnist-learning", "mnist", "MNIST: test error vs step for PG, DG and CE",
