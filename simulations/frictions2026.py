@@ -26,14 +26,14 @@ from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.stats import t_interval
 from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
+from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job
-from sandbox.scoring.recipes import method
 from simulations import Figure, register_figure
 from simulations.sequences import _job, final
 
 #: the one method table (``sandbox.scoring.recipes``): REINFORCE has no ratio, TIS truncates at C = 2
-METHODS: dict[str, dict] = {m: method(m) for m in ("REINFORCE", "TIS", "DPPO", "VESPO", "DG")}
+METHODS: dict[str, dict] = {m: method_fields(m) for m in ("REINFORCE", "TIS", "DPPO", "VESPO", "DG")}
 PANELS = {
     "top-p (full report)": "1 − top_p",
     "partial rollouts": "chunks k",
@@ -186,7 +186,7 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
         dg = final_errors(frame, fidelity, panel, "DG", top)
         diffs = {m: dg - final_errors(frame, fidelity, panel, m, top) for m in ("REINFORCE", "TIS")}
         for group in _groups(diffs):
-            compare(group, f"dg-below", f"{panel} at {top}: DG's final error is below {' = '.join(group)}'s",
+            compare(group, "dg-below", f"{panel} at {top}: DG's final error is below {' = '.join(group)}'s",
                     diffs[group[0]], above=False)
     return rows
 

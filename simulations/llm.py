@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only, train
 from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
 from sandbox.runtime.sweep import Job
-from sandbox.scoring.recipes import method
 from simulations import Figure, register_figure
 
 TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_new_tokens": 3,
@@ -25,7 +25,7 @@ TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_ne
 #: label → RunConfig fields, from the one method table (``sandbox.scoring.recipes``): VCPO as
 #: published — sequence-level truncated IS (C = 8) + its ESS-scaled step + its minimum-variance
 #: baseline (the cheap ρ² weights)
-METHODS = {m: method(m) for m in ("REINFORCE", "TIS", "decoupled PPO", "VCPO", "DG")}
+METHODS = {m: method_fields(m) for m in ("REINFORCE", "TIS", "decoupled PPO", "VCPO", "DG")}
 FIDELITY = {
     "quick": {"seeds": 3, "steps": 100, "staleness": (16,), "methods": ("REINFORCE", "VCPO", "DG"),
               "eval_prompts": 128},

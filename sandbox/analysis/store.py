@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sandbox.core.numerics import NUMERICS
 from sandbox.runtime.processes import HOST, process_alive, start_time
 
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
@@ -79,16 +80,17 @@ def job_code() -> dict:
             rel = path.relative_to(package).as_posix()
             if rel not in PRESENTATION:
                 modules[rel] = _file_hash(path)
-    return {**code_version(), "modules": dict(sorted(modules.items()))}
+    return {**code_version(), "numerics": NUMERICS, "modules": dict(sorted(modules.items()))}
 
 
 def same_code(code: dict) -> bool:
-    """Whether a result's recorded ``code`` is this checkout's: the same package version and either
-    the same whole-package hash or the same bytes in every module the job had imported."""
+    """Whether a result's recorded ``code`` gives this checkout's numbers: the same package version
+    and either the same whole-package hash, the same numerics version (``sandbox.core.numerics``:
+    the code moved, no number changed), or the same bytes in every module the job had imported."""
     current = code_version()
     if code.get("version") != current["version"]:
         return False
-    if code.get("source") == current["source"]:
+    if code.get("source") == current["source"] or code.get("numerics") == NUMERICS:
         return True
     modules = code.get("modules")
     package = _package()

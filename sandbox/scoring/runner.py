@@ -1,9 +1,9 @@
 """Running a battery: one job per (method, cell) through the sweep engine and the results store.
 
 A job's parameters hold the cell, the recipe, the battery's name and version and the *code
-version* (a hash of the library's sources that can change numbers), so a stored result is reused
-exactly when all of them match: the built-ins are computed once per battery and code version, and
-scoring a new estimator costs only its own runs. A plugin's source hash joins its jobs' parameters.
+version* (the package version and its numerics version, ``sandbox.core.numerics``: bumped on every
+change of a number), so a stored result is reused exactly when all of them match: the built-ins are
+computed once per battery and code version, and scoring a new estimator costs only its own runs. A plugin's source hash joins its jobs' parameters.
 Interrupted runs resume (finished jobs are never recomputed; writes are atomic).
 """
 
@@ -21,6 +21,7 @@ import pandas as pd
 
 from sandbox.analysis.store import DEFAULT_ROOT, ResultsStore
 from sandbox.analysis.store import code_version as store_code_version
+from sandbox.core.numerics import NUMERICS
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.pool import import_plugins
 from sandbox.runtime.sweep import Job, SweepReport, intra_op_threads, run_sweep
@@ -31,10 +32,10 @@ log = logging.getLogger(__name__)
 
 
 def code_version() -> str:
-    """The library's code version (``sandbox.analysis.store.code_version``: every ``.py`` source but
-    the presentation-only ones), stamped into every scoring job: an edit that can change a number
-    makes new jobs."""
-    return store_code_version()["source"]
+    """The library's code version, stamped into every scoring job: the package version and the
+    numerics version (``sandbox.core.numerics``), so a change of any number makes new jobs and a
+    refactor that changes none keeps the cached built-ins."""
+    return f"{store_code_version()['version']}+numerics{NUMERICS}"
 
 
 def file_hash(path: str | Path) -> str:

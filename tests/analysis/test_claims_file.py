@@ -43,9 +43,9 @@ def test_claims_md_lists_every_figure_claim_verdict_seeds_and_published_statemen
 
 
 def test_the_headline_table_sets_each_measured_number_beside_the_papers_row(tmp_path):
-    from simulations.paper_statements import DATA, HEADLINES, headline_markdown
-
     import pandas as pd
+
+    from simulations.paper_statements import DATA, HEADLINES, headline_markdown
 
     book = ClaimBook("mnist-staleness", tmp_path / "claims" / "mnist-staleness.paper.json")
     book.measure("error-at-D1000-dg", "DG's final error at D = 1000", [0.02, 0.04, 0.03], worse="high")

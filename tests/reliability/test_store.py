@@ -123,11 +123,14 @@ def test_results_of_other_code_are_recomputed_or_accepted_on_request(tmp_path, m
     edited = {"version": sandbox.__version__, "source": "0123456789abcdef"}
     monkeypatch.setattr(store_module, "code_version", lambda: edited)  # as if an estimator was edited
     monkeypatch.setattr(store_module, "_file_hash", lambda path: "edited")  # ... every module of the jobs
+    # a refactor that changes no number keeps the numerics version: the results stay valid
+    assert run_sweep(jobs, store, workers=1, progress=False).skipped == 2
+    monkeypatch.setattr(store_module, "NUMERICS", store_module.NUMERICS + 1)  # an edit that changes numbers
     accepted = run_sweep(jobs, store, workers=1, progress=False, accept_stale_code=True)
     assert (accepted.skipped, accepted.computed, sorted(accepted.accepted_stale)) == (2, 0, sorted(j.id for j in jobs))
     report = run_sweep(jobs, store, workers=1, progress=False)
     assert report.computed == 2 and report.recomputed == {j.id: "stale" for j in jobs}
-    assert all({k: v for k, v in store.code(j.id).items() if k != "modules"} == edited for j in jobs)
+    assert all({k: v for k, v in store.code(j.id).items() if k not in ("modules", "numerics")} == edited for j in jobs)
     assert run_sweep(jobs, store, workers=1, progress=False).skipped == 2
 
 
