@@ -23,9 +23,11 @@
 # **The learning rate was chosen at staleness 0 alone** (`simulations.llm.select_lr`, its runs in
 # `simulations/data/llm_lr_selection.csv`): the largest Adam step of {1e-3, 1.5e-3, 2e-3, 3e-3} at
 # which synchronous REINFORCE is stable in every one of 5 selection seeds (100–104, which no figure
-# runs) — no seed's reward falls by more than 0.15 from its best within 150 steps. At 3e-3, the
-# previous setting, the synchronous control itself collapsed in 2 of 5 seeds, so a lag could not be
-# blamed for a collapse. The figure's own synchronous runs (seeds 0–7) confirm the choice (a claim).
+# runs) — no seed's reward falls by more than 0.15 from its best within 150 steps. Measured: only
+# 1.5e-3 is stable in every selection seed (largest drawdown 0.05); at 1e-3 three seeds wander by
+# 0.18–0.19 (a slow learner's noisy evaluation), at 2e-3 one seed collapses (0.38), and at 3e-3,
+# the previous setting, three do (0.27–0.49) — a lag could not have been blamed for a collapse
+# there. The figure's own synchronous runs (seeds 0–7) confirm the choice (a claim).
 #
 # Paper fidelity (the committed figure) runs all five methods at s ∈ {0, 16}, 8 seeds, 150 steps.
 # Quick fidelity runs REINFORCE, VCPO and DG at s = 16 only, 3 seeds, 100 steps (plus the

@@ -40,7 +40,7 @@ FIDELITY = {
 #: with a control that collapses without it (at 3e-3 the synchronous REINFORCE collapsed in 2 of 5)
 LR_GRID = (1e-3, 1.5e-3, 2e-3, 3e-3)
 STABLE_DRAWDOWN = 0.15
-LR = 2e-3
+LR = 1.5e-3
 SELECTION = Path(__file__).resolve().parent / "data" / "llm_lr_selection.csv"
 
 
