@@ -37,6 +37,11 @@
 # fidelity a cell without a penalty at p_bug = 0.1 or 0.3 is the very run of the frictions figure
 # and of reference-match's actor-bug panel: one job, one number.)
 #
+# The landmine is the constant all-zeros answer, as in the reference: for the one prompt in 2^H whose
+# reversal is all zeros it is the right answer, and a penalty then punishes a correct answer. At
+# H = 10 that is 1 prompt in 1,024; at the quick rehearsal's H = 2 it is 1 in 4, which is most of
+# what the quick map's penalty cells show.
+#
 # **Fidelity.** Quick: H = 2, p_bug ∈ {0.1, 0.3} × m ∈ {0, −1}, 4 seeds (one batched job per
 # cell), 150 steps. Paper: as above, 8 seeds (one job each).
 

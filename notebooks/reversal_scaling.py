@@ -86,6 +86,8 @@ for row, a in zip(axs, axes_present):
                     label=f"{m}: median slope {np.nanmedian(slopes[(a, m, k)]):.2f}")
         ax.set(xscale="log", yscale="log", xlabel=a, ylabel=labels[k],
                title=f"{labels[k]} vs {a}" + (" (V = 2)" if a == "H" else f" (H = {f['scaling_V_H']})"))
+        ax.minorticks_off()
+        ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.legend(fontsize=7)
 save_figure(fig, "reversal-scaling", note=f"fidelity={fidelity}, "
             f"{budget_note('reversal-scaling', f['scaling_steps'], frame.replicate.nunique())} at every H and V",

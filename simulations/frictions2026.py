@@ -151,11 +151,13 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
     f = FIDELITY[fidelity]
     asserted = ASSERTED[fidelity]
 
-    def compare(names: list[str], slug: str, statement: str, diff: np.ndarray, above: bool = True) -> None:
+    def compare(names: list[str], template: str, statement: str, diff: np.ndarray, above: bool = True) -> None:
+        """One claim for methods with identical numbers; ``template`` names it with '{m}' the method(s)."""
         iv = t_interval(diff)  # 16–32 seeds
-        claim = book.holds(f"{slug}-{'='.join(names)}{suffix}", statement, iv, iv.low > 0 if above else iv.high < 0,
-                           f"paired t-interval over {diff.size} seeds")
-        if not all(f"{slug}-{m}" in asserted for m in names):
+        claim = book.holds(template.format(m="=".join(names)) + suffix, statement, iv,
+                           iv.low > 0 if above else iv.high < 0, f"paired t-interval over {diff.size} seeds",
+                           side="above" if above else "below")
+        if not all(template.format(m=m) in asserted for m in names):
             book.report(claim)
 
     on_policy = {m: final_errors(frame, fidelity, "top-p (full report)", m, 0) for m in METHODS}
@@ -177,8 +179,8 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
                  for m in METHODS}
         for group in _groups(diffs):
             who = " = ".join(group) + (" (identical runs)" if len(group) > 1 else "")
-            compare(group, f"{SLUGS[panel]}-raises-error", f"{panel} at {PANELS[panel]} = {top}: {who}'s final "
-                    "error rises", diffs[group[0]])
+            compare(group, f"{SLUGS[panel]}-raises-error-{{m}}", f"{panel} at {PANELS[panel]} = {top}: {who}'s "
+                    "final error rises", diffs[group[0]])
         rows += [{"panel": panel, "strength": top, "method": m, "mean_diff": d.mean(), "seed": seed}
                  for m, d in diffs.items()]
     for panel, strengths in f["strengths"].items():
