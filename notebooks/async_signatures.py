@@ -72,8 +72,8 @@ axes[0].set(xscale="log", xlabel="step", ylabel="cos(g_t, g_{t−1})", title="GA
 axes[1].set(xscale="log", xlabel="step", ylabel="ESS / B", title="VCPO's signal")
 axes[2].set(xscale="log", xlabel="step", ylabel="cos of applied updates", title=f"controllers at D = {D_max}")
 axes[3].set(xscale="log", yscale="log", xlabel="step", ylabel="error", title="error")
-axes[0].legend(fontsize=7)
-axes[2].legend(fontsize=7)
+for ax in axes:  # every panel names its curves
+    ax.legend(fontsize=7)
 save_figure(fig, "async-signatures", note=f"fidelity={fidelity}, {runs.member.nunique()} seeds, {int(runs.step.max()):,} steps (the spec's bandit settings; the paper's budget is not stated)")
 
 # %% [markdown]

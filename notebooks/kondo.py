@@ -83,7 +83,11 @@ fig, axes = plt.subplots(1, 3, figsize=(14, 3.4))
 for m in labels:
     steps, err = curves(runs[runs.method == m])
     keep = steps > 0
-    band(axes[0], steps[keep], err[:, keep], m, color_=palette[m], linestyle="--" if info(m)[0] == "uniform" else "-")
+    style = "--" if info(m)[0] == "uniform" else "-"
+    # a marker per curve: two screened runs can coincide (e.g. 30% and 100% once both have solved
+    # the task), and a marker keeps the one drawn first visible under the other
+    band(axes[0], steps[keep], err[:, keep], m, color_=palette[m], linestyle=style,
+         marker="os^vD*"[labels.index(m) % 6], markevery=max(1, keep.sum() // 8), ms=4)
 axes[0].set(xscale="log", yscale="log", xlabel="step", ylabel="error", title="error vs step")
 axes[0].legend(fontsize=7)
 for m in labels:
