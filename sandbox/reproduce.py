@@ -37,7 +37,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sandbox.analysis import figure_data
-from sandbox.analysis.claims import Claim, format_claims, load_claims
+from sandbox.analysis.claim_table import format_claims
+from sandbox.analysis.claims import Claim, load_claims
 from sandbox.analysis.provenance import git_commit
 from sandbox.analysis.store import ResultsStore
 from sandbox.claims_file import write_claims_file

@@ -67,6 +67,6 @@ def test_reproduce_prints_the_claim_table(capfd, tmp_path):
                  "--workers", "1"])
     text, err = capfd.readouterr()  # capfd: the kernel's own stderr too
     assert code == 0, text
-    assert "PASS" in text and "claims passed" in text and "gate.png" in text
+    assert "CHECK" in text and "claims passed" in text and "gate.png" in text
     assert "without encryption" not in err  # the kernel listens on IPC sockets, not TCP
     assert all(len(line) <= 120 for line in text.splitlines()[-4:])  # the per-figure lines fit 120 columns

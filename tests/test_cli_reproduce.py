@@ -157,7 +157,7 @@ def test_paper_fidelity_writes_claims_md_and_a_resumed_run_rewrites_it_from_the_
     monkeypatch.setattr(rep, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-executed")))
     (second,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
     def without_totals(text: str) -> list[str]:  # the totals line says how long the last invocation took
-        return [line for line in text.splitlines() if not line.startswith("**Totals:**")]
+        return [line for line in text.splitlines() if not line.startswith("Compute:")]
 
     assert second.cached and without_totals((tmp_path / "f" / "CLAIMS.md").read_text()) == without_totals(claims_md)
     monkeypatch.undo()
@@ -184,7 +184,7 @@ def test_a_figure_whose_claims_fail_is_listed_in_claims_md_with_its_fail_and_exe
     (first,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
     assert not first.ok and first.error.startswith("AssertionError:   dg-below-pg")
     claims_md = (tmp_path / "f" / "CLAIMS.md").read_text()
-    assert "0 PASS, 0 CHECK (sanity checks that passed), 1 FAIL" in claims_md
+    assert "**Evidence:** 0 PASS, 1 FAIL, 0 INFO" in claims_md
     assert any(line.startswith("| `gate` | DG's error is below PG's |") and "**FAIL**" in line
                for line in claims_md.splitlines())
     (second,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sandbox.analysis.claims import ClaimBook, format_claims, load_claims
+from sandbox.analysis.claim_table import format_claims
+from sandbox.analysis.claims import ClaimBook, load_claims
 from sandbox.analysis.stats import bootstrap_ci, iqm, paired_difference_ci
 from sandbox.analysis.store import ResultsStore
 

@@ -1,0 +1,108 @@
+"""A claim as recorded (``Claim``, read back by ``load_claims``) and the plain-text table
+``sandbox reproduce`` prints and ``ClaimBook.table`` returns; ``sandbox.analysis.claims`` makes them."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.core.validation import check_range
+
+KINDS = ("evidence", "sanity")
+
+
+@dataclass(frozen=True)
+class Claim:
+    figure: str
+    name: str
+    statement: str
+    estimate: float
+    low: float
+    high: float
+    passed: bool | None  # None: reported with its interval, not asserted
+    detail: str = ""
+    kind: str = "evidence"  # 'evidence' | 'sanity'
+    n: int = 0  # seeds (0: not a statistic over seeds)
+    diverged: int = 0  # seeds whose metric was NaN, scored as the worst value
+    side: str = ""  # 'below' | 'above': where the interval must lie relative to ``against`` ('' unknown)
+    against: float = 0.0
+
+    @property
+    def agreement(self) -> str:
+        """What the measurement says of the claim's statement, asserted or not: 'supports' (the
+        interval lies on the claimed side), 'contradicts' (entirely on the other side) or
+        'inconclusive'."""
+        if self.side == "below":
+            return "supports" if self.high < self.against else ("contradicts" if self.low > self.against else "inconclusive")
+        if self.side == "above":
+            return "supports" if self.low > self.against else ("contradicts" if self.high < self.against else "inconclusive")
+        return "supports" if self.passed else "inconclusive"
+
+    @property
+    def interval(self) -> str:
+        if self.estimate == self.low == self.high:  # exact: a point, no interval
+            return f"{self.estimate:.4g}"
+        return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}]"
+
+    @property
+    def verdict(self) -> str:
+        if self.passed is None:
+            return "INFO"
+        if not self.passed:
+            return "FAIL"
+        return "CHECK" if self.kind == "sanity" else "PASS"
+
+
+def load_claims(path: str | os.PathLike) -> list[Claim]:
+    p = Path(path)
+    if not p.is_file():
+        return []
+    return [Claim(**c) for c in json.loads(p.read_text())]
+
+
+#: column caps of the claim table; the statement takes what is left of ``width``
+_CAPS = {"claim": 30, "result": 6, "estimate [CI]": 27, "seeds": 10}
+
+
+def _seeds_cell(c: Claim) -> str:
+    if not c.n:
+        return "-" if not c.diverged else f"{c.diverged} NaN"
+    return f"{c.n}" + (f" ({c.diverged} div)" if c.diverged else "")
+
+
+def format_claims(claims: list[Claim], width: int = 120) -> str:
+    """A plain-text table no wider than ``width``, grouped by figure: claim, PASS/FAIL/INFO,
+    estimate [CI], seeds (and how many diverged), and the statement, wrapped. Evidence comes
+    first; sanity checks (CHECK when they hold) are listed apart."""
+    check_range("width", width, low=80)
+    if not claims:
+        return "(no claims)"
+    header = [*_CAPS, "statement"]
+    widths = [min(cap, max(len(h), *(len(r) for r in col)))
+              for h, cap, col in zip(_CAPS, _CAPS.values(),
+                                     zip(*[(c.name, c.verdict, c.interval, _seeds_cell(c)) for c in claims]))]
+    widths.append(width - sum(widths) - 2 * len(widths) - 2)
+
+    def row(cells: list[str]) -> list[str]:
+        wrapped = [textwrap.wrap(cell, w) or [""] for cell, w in zip(cells, widths)]
+        return ["  " + "  ".join(part.ljust(w) for part, w in zip(parts, widths)).rstrip()
+                for parts in zip(*(col + [""] * (max(map(len, wrapped)) - len(col)) for col in wrapped))]
+
+    lines: list[str] = []
+    for kind, title in (("evidence", "Claims (evidence)"), ("sanity", "Sanity checks (true by construction)")):
+        chosen = [c for c in claims if c.kind == kind]
+        if not chosen:
+            continue
+        lines += ["" if lines else None, title, *row(header), *row(["-" * w for w in widths])]
+        for figure in dict.fromkeys(c.figure for c in chosen):
+            lines.append(f"{figure}:")
+            for c in (c for c in chosen if c.figure == figure):
+                lines += row([c.name, c.verdict, c.interval, _seeds_cell(c), c.statement])
+    counts = {k: [c for c in claims if c.kind == k and c.passed is not None] for k in KINDS}
+    lines += ["", f"{sum(map(bool, (c.passed for c in counts['evidence'])))}/{len(counts['evidence'])} evidence claims "
+              f"passed, {sum(c.passed is None for c in claims)} reported; "
+              f"{sum(map(bool, (c.passed for c in counts['sanity'])))}/{len(counts['sanity'])} sanity checks hold"]
+    return "\n".join(line for line in lines if line is not None)

@@ -1,0 +1,80 @@
+"""The examples of the README and docs/*.md, read as a user reads them, so tests can run them and
+check what they print.
+
+A fenced ``python`` or ``bash`` block may be followed (blank lines between, nothing else) by a
+``text`` block: the output the docs promise. A ``text`` block whose lines start with ``$ `` holds
+commands and their outputs. Matching is exact, line by line with trailing blanks ignored, except
+that ``…`` matches anything: the rest of a line, or, on a line of its own, any number of lines.
+A ``<!-- test: MARKER -->`` comment right above a block names it (``skip: why`` keeps it out of
+the runs, and says why in the docs' source).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+
+_FENCE = re.compile(r"(?:<!-- test: (?P<marker>[^>]*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)```\n?"
+                    r"(?:\n*```text\n(?P<output>.*?)```)?", re.S)
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    code: str
+    marker: str  # '' when unmarked
+    output: str | None  # the promised output, if the docs show one
+    line: int  # where the block starts in its file (1-based), for messages
+
+    @property
+    def skipped(self) -> bool:
+        return self.marker.startswith("skip")
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced code block of ``path`` (but the output blocks), in order."""
+    text = path.read_text()
+    out = []
+    for m in _FENCE.finditer(text):
+        if m.group("lang") == "text":
+            continue  # an output block with nothing to run above it: prose, checked nowhere
+        out.append(Block(m.group("lang"), m.group("code"), (m.group("marker") or "").strip(), m.group("output"),
+                         text[: m.start()].count("\n") + 1))
+    return out
+
+
+def matches(expected: str, actual: str) -> bool:
+    """``actual`` is what ``expected`` promises (module docstring: ``…`` is a wildcard)."""
+    def norm(s: str) -> str:
+        return "\n".join(line.rstrip() for line in s.strip("\n").splitlines())
+
+    pattern = ""
+    for line in norm(expected).split("\n"):
+        if line.strip() == "…":
+            pattern += r"(?:[^\n]*\n)*?"
+            continue
+        pattern += r"[^\n]*".join(re.escape(part) for part in line.split("…")) + r"\n"
+    return re.fullmatch(pattern, norm(actual) + "\n", re.S) is not None
+
+
+def commands(output: str) -> list[tuple[str, str]]:
+    """A ``$ ``-style output block as (command, its expected output) pairs."""
+    pairs, current, lines = [], None, []
+    for line in output.splitlines():
+        if line.startswith("$ "):
+            if current is not None:
+                pairs.append((current, "\n".join(lines)))
+            current, lines = line[2:], []
+        else:
+            lines.append(line)
+    if current is not None:
+        pairs.append((current, "\n".join(lines)))
+    return pairs
+
+
+__all__ = ["DOCS", "README", "ROOT", "Block", "blocks", "commands", "matches"]
