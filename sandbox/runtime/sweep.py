@@ -127,25 +127,31 @@ def intra_op_threads(n: int):
         torch.set_num_threads(previous)
 
 
+def _timed(job: Job) -> tuple[pd.DataFrame, dict]:
+    """Run ``job``; its frame and its cost: wall ``seconds`` and this process's ``cpu_seconds``
+    (what ``sandbox.runtime.costs`` estimates the next sweeps' time from)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    frame = job.run()
+    return frame, {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
+
+
 def _execute(job: Job, root: str) -> str | None:
     """Run one job and write its result (atomically) from this process; the error, if any."""
     try:
-        start = time.perf_counter()
-        frame = job.run()
-        ResultsStore(root).write(job.id, frame, {**job.metadata, "seconds": round(time.perf_counter() - start, 3)})
+        frame, cost = _timed(job)
+        ResultsStore(root).write(job.id, frame, {**job.metadata, **cost})
         return None
     except Exception:  # one failing job must not stop the sweep
         return traceback.format_exc()
 
 
-def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, float]:
+def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, dict]:
     import_plugins(plugins)
-    start = time.perf_counter()
     try:
-        frame = job.run()
-        return frame, job_code(), None, time.perf_counter() - start
+        frame, cost = _timed(job)
+        return frame, job_code(), None, cost
     except Exception:
-        return None, job_code(), traceback.format_exc(), time.perf_counter() - start
+        return None, job_code(), traceback.format_exc(), {}
 
 
 class _InProcess:
@@ -215,9 +221,9 @@ class _Ray:
         for ref in ready:
             job = self.refs.pop(ref)
             try:
-                frame, code, error, seconds = self.ray.get(ref)
+                frame, code, error, cost = self.ray.get(ref)
                 if error is None:
-                    self.store.write(job.id, frame, {**job.metadata, "seconds": round(seconds, 3)}, code)
+                    self.store.write(job.id, frame, {**job.metadata, **cost}, code)
             except Exception:  # the task's worker died twice, or the write failed
                 error = traceback.format_exc()
             events.append((job, True, error))
