@@ -36,9 +36,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sandbox.analysis.claims import Claim, format_claims, load_claims
+from sandbox.analysis.claims import Claim, format_claims, load_claims, read_claims
 from sandbox.analysis.provenance import git_commit
-from sandbox.analysis.store import ResultsStore
+from sandbox.analysis.store import ResultsStore, read_record, write_record
 from sandbox.claims_file import write_claims_file
 from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
@@ -238,10 +238,17 @@ def notebook_code(registry) -> list[Path]:
 
 def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> list[Path] | None:
     """The figure files of a previous execution with the same key, if they are all still there and
-    its claims all held (a figure whose claims failed is recorded, for CLAIMS.md, but not reused)."""
-    if not (record.is_file() and claims_path.is_file()):
+    its claims all held (a figure whose claims failed is recorded, for CLAIMS.md, but not reused).
+    Its record and claims must be intact and made by this code (``read_record``): a damaged one
+    is named in one warning and the notebook executed again."""
+    saved, state, why = read_record(record)
+    _, claims_state, claims_why = read_claims(claims_path)
+    for path, state_of, damage in ((record, state, why), (claims_path, claims_state, claims_why)):
+        if state_of == "corrupt":
+            log.warning("%s is damaged (%s): executing its notebook again", path, damage)
+            return None
+    if state != "ok" or claims_state != "ok":  # not run yet, or by other code
         return None
-    saved = json.loads(record.read_text())
     if saved.get("claims_failed"):  # executed again, so that the run reports the failure every time
         return None
     files = [figures_dir / name for name in saved.get("files", [])]
@@ -319,18 +326,17 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                         raise
                     claims_failed = err
                 written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
-                record.parent.mkdir(parents=True, exist_ok=True)
-                record.write_text(json.dumps({
+                write_record(record, {
                     "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
                     "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
                     "note": figure_note(claims_path), "commit": git_commit(),
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                    "claims_failed": claims_failed is not None}))
+                    "claims_failed": claims_failed is not None})
                 if claims_failed is not None:
                     raise claims_failed
             outcome.cached = cached is not None
-            outcome.record = json.loads(record.read_text())
+            outcome.record = read_record(record)[0]
         except Exception as err:  # report and go on to the next figure
             outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
             log.error("figure %s failed: %s", figure.name, err)

@@ -2,7 +2,9 @@
 
 A notebook records every claim its figure shows (``book.less(...)``, ``book.greater(...)``,
 ``book.close(...)``), then calls ``book.check()``, which raises if any failed. Each claim is also
-appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns into its table.
+appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns into its table; the
+file carries the code that wrote it and a checksum (``sandbox.analysis.store.write_record``), so a
+truncated or edited one is detected, never shown.
 
 Two kinds: ``"evidence"`` (a claim about learning, which could have come out otherwise) and
 ``"sanity"`` (an identity, true by construction: on-policy ESS = 1, a gate's symmetry, a controller
@@ -17,7 +19,7 @@ with ``worse="low"`` (a reward) the lowest; without ``worse`` it counts *against
 from __future__ import annotations
 
 import dataclasses
-import json
+import logging
 import math
 import os
 import textwrap
@@ -27,7 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
+from sandbox.analysis.store import read_record, write_record
 from sandbox.core.validation import check_choice, check_range
+
+log = logging.getLogger(__name__)
 
 KINDS = ("evidence", "sanity")
 WORSE = (None, "high", "low")
@@ -98,8 +103,7 @@ class ClaimBook:
         self.path = Path(path) if path is not None else (Path(env) if env else None)
         self.claims: list[Claim] = []
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("[]")
+            write_record(self.path, [])
 
     # ------------------------------------------------------------------ recording
     def record(self, claim: Claim) -> Claim:
@@ -108,7 +112,7 @@ class ClaimBook:
             raise ValueError(f"a claim needs a name and a statement, got {claim.name!r} and {claim.statement!r}")
         self.claims.append(claim)
         if self.path is not None:
-            self.path.write_text(json.dumps([dataclasses.asdict(c) for c in self.claims], indent=1))
+            write_record(self.path, [dataclasses.asdict(c) for c in self.claims])
         return claim
 
     def holds(self, name: str, statement: str, interval: Interval, passed: bool, detail: str = "",
@@ -257,11 +261,26 @@ class ClaimBook:
             raise AssertionError(f"{self.figure}: {len(self.failed)} claim(s) failed:\n{lines}")
 
 
+def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:
+    """The claims a ``ClaimBook`` wrote to ``path``, the file's state and why (``read_record``):
+    none when it is missing or corrupt (unreadable, truncated, edited); a file whose entries are not
+    claims counts as corrupt."""
+    data, state, why = read_record(path)
+    if state in ("missing", "corrupt"):
+        return [], state, why
+    try:
+        return [Claim(**c) for c in data], state, why
+    except (TypeError, ValueError) as err:
+        return [], "corrupt", f"not a list of claims: {err}"
+
+
 def load_claims(path: str | os.PathLike) -> list[Claim]:
-    p = Path(path)
-    if not p.is_file():
-        return []
-    return [Claim(**c) for c in json.loads(p.read_text())]
+    """``read_claims``'s claims (those of other code too); a damaged file is named in one warning
+    and gives none."""
+    claims, state, why = read_claims(path)
+    if state == "corrupt":
+        log.warning("ignoring the damaged claims file %s (%s)", path, why)
+    return claims
 
 
 #: column caps of the claim table; the statement takes what is left of ``width``

@@ -8,6 +8,10 @@ host and pid, mode 0644 under the umask), are fsynced and renamed into place (``
 atomic on POSIX): a killed writer leaves a complete file or a temporary one, which
 ``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file (O_EXCL, owner
 host/pid/start time); a lock whose owner is dead is stale and taken over.
+
+The small JSON files derived from results (a figure's claims, its notebook's execution record)
+are kept the same way by ``write_record`` / ``read_record``: written atomically with the code that
+made them and a checksum, and read back as 'missing', 'corrupt', 'stale' or 'ok'.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -108,6 +113,65 @@ def _digest(table: pa.Table) -> str:
     return digest.hexdigest()
 
 
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write ``path`` through ``write(file)``: into a temporary file beside it (named by host and
+    pid, mode 0644 under the umask), fsynced, renamed into place, the folder fsynced."""
+    tmp = path.parent / f".{path.stem}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    try:  # so that the rename survives a power cut (POSIX; a no-op elsewhere)
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return path
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return path
+
+
+def _record_sum(data, code: dict) -> str:
+    return hashlib.sha256(json.dumps({"data": data, "code": code}, sort_keys=True).encode()).hexdigest()
+
+
+def write_record(path: str | os.PathLike, data, code: dict | None = None) -> Path:
+    """Atomically write ``data`` (JSON) as ``{"data", "code", "checksum"}``: ``code`` (default: this
+    process's ``job_code()``) and a sha256 over both, as a job result carries them."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    code = code or job_code()
+    text = json.dumps({"data": data, "code": code, "checksum": _record_sum(data, code)}, indent=1)
+    return atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def read_record(path: str | os.PathLike) -> tuple[object, str, str]:
+    """A ``write_record`` file's data, its state and why: 'missing'; 'corrupt' (unreadable, or its
+    checksum does not match: truncated or edited; data None); 'stale' (made by other code, or
+    written before records carried a checksum: the data as found) or 'ok'."""
+    path = Path(path)
+    if not path.is_file():
+        return None, "missing", "no such file"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        return None, "corrupt", f"unreadable: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    if not (isinstance(saved, dict) and {"data", "code", "checksum"} <= set(saved)):
+        return saved, "stale", "written before records carried a checksum"
+    if saved["checksum"] != _record_sum(saved["data"], saved["code"]):
+        return None, "corrupt", "checksum mismatch: truncated or edited"
+    if not same_code(saved["code"]):
+        return saved["data"], "stale", f"made by other code ({saved['code'].get('version')}, {saved['code'].get('source')})"
+    return saved["data"], "ok", ""
+
+
 class ResultsStore:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_ROOT
@@ -130,30 +194,7 @@ class ResultsStore:
         meta[_CODE] = json.dumps(code or job_code(), sort_keys=True).encode()
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
-        tmp = self.root / f".{job_id}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
-        try:
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
-                pq.write_table(table, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path(job_id))
-        finally:
-            tmp.unlink(missing_ok=True)
-        self._sync_dir()
-        return self.path(job_id)
-
-    def _sync_dir(self) -> None:
-        """fsync the folder so that a rename survives a power cut (POSIX; a no-op elsewhere)."""
-        try:
-            fd = os.open(self.root, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        return atomic_write(self.path(job_id), lambda f: pq.write_table(table, f))
 
     def _load(self, job_id: str) -> tuple[pa.Table | None, str]:
         """The table and its state (without reading a missing or unreadable file twice)."""
