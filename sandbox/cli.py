@@ -8,7 +8,6 @@ quietly.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -16,7 +15,15 @@ import textwrap
 from pathlib import Path
 
 from sandbox.advantages import ADVANTAGES
-from sandbox.cli_score import add_score_parser, parse_value
+from sandbox.cli_args import (
+    config_from_args,
+    int_at_least,
+    load_plugin,
+    lock_timeout_option,
+    writable_dir,
+    writable_file,
+)
+from sandbox.cli_score import add_score_parser
 from sandbox.controllers import CONTROLLERS
 from sandbox.estimators import ESTIMATORS
 
@@ -73,99 +80,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         _print_table("Figures (sandbox reproduce NAME or GROUP)",
                      [(f.name, f"[{f.group}] {f.title}", "") for f in figure_module().select()])
     return 0
-
-
-# ----------------------------------------------------------------------------- checked arguments
-def int_at_least(low: int):
-    """An argparse type: an integer ≥ ``low`` (argparse names the option in its message)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {value}")
-        return value
-
-    return parse
-
-
-def writable_file(path: str, option: str) -> Path:
-    """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
-    target = Path(path)
-    folder = target.parent.resolve()
-    if target.is_dir():
-        raise ValueError(f"{option} {path}: is a folder; give a file name (e.g. {target / 'run.parquet'})")
-    if not folder.is_dir():
-        raise ValueError(f"{option} {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"{option} {path}: folder {folder} is not writable")
-    return target
-
-
-def writable_dir(path: str, option: str) -> Path:
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{option} {path}: exists and is not a folder")
-    existing = next(p for p in (folder.resolve(), *folder.resolve().parents) if p.exists())
-    if not os.access(existing, os.W_OK):
-        raise ValueError(f"{option} {path}: {existing} is not writable")
-    return folder
-
-
-def load_plugin(module: str) -> None:
-    """Import a user module by dotted name or by path to a ``.py`` file (``import_plugins``, the
-    same path every worker and notebook kernel takes: ``$SANDBOX_PLUGINS`` lists it for them); any
-    failure is one line."""
-    from sandbox.runtime.pool import PLUGINS_ENV, import_plugins, plugins_from_env
-
-    try:
-        import_plugins([module])
-    except ModuleNotFoundError as err:
-        raise ValueError(f"--plugin {module!r} failed to load: ModuleNotFoundError: {err}") from None
-    except SyntaxError as err:
-        raise ValueError(f"--plugin {module!r}: SyntaxError in {err.filename}, line {err.lineno}: {err.msg}") from None
-    except ValueError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
-        raise ValueError(f"--{err}") from None
-    except Exception as err:  # a plugin is user code: name its error, no traceback
-        raise ValueError(f"--plugin {module!r} failed to load: {type(err).__name__}: {err}") from None
-    spec = str(Path(module).resolve()) if module.endswith(".py") else module
-    os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
-
-
-
-def read_config_file(path: str) -> dict:
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"--config {path}: no such file (expected a JSON object of RunConfig fields)")
-    try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--config {path}: expected a JSON object of RunConfig fields, got {type(data).__name__}")
-    return data
-
-
-def config_from_args(args: argparse.Namespace):
-    """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
-    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible)."""
-    from sandbox.runtime.config import RunConfig
-
-    data = read_config_file(args.config) if args.config else {}
-    for item in args.set or []:
-        if "=" not in item:
-            raise ValueError(f"--set expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        target = data
-        *parents, leaf = key.split(".")
-        for parent in parents:
-            target = target.setdefault(parent, {})
-            if not isinstance(target, dict):
-                raise ValueError(f"--set {item}: {parent} is not a dict field")
-        target[leaf] = parse_value(value)
-    return RunConfig.from_dict(data)
 
 
 # ----------------------------------------------------------------------------- commands
@@ -313,6 +227,7 @@ def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--ray-address", default=None, help="Ray cluster address, with --backend ray (default: a local Ray)")
     q.add_argument("--accept-stale-code", action="store_true",
                    help="keep stored results made by another version of the sandbox/ source (default: recompute them)")
+    lock_timeout_option(q)
 
 
 RESUME = "finished results are kept in {results}/; rerun the same command to resume"
@@ -375,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             load_plugin(module)
         if getattr(args, "accept_stale_code", False):  # read by every run_sweep, notebooks' included
             os.environ["SANDBOX_ACCEPT_STALE_CODE"] = "1"
+        if getattr(args, "lock_timeout", None) is not None:  # the same
+            os.environ["SANDBOX_LOCK_TIMEOUT"] = str(args.lock_timeout)
         return int(args.func(args) or 0)
     except ValueError as err:  # bad input: one line, no traceback
         print(f"sandbox: error: {' '.join(str(err).split())}", file=sys.stderr)

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-
-def parse_value(text: str):
-    """A ``--set key=value`` value: JSON when it parses (numbers, lists, objects), else the string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+from sandbox.cli_args import lock_timeout_option, parse_value
 
 
 def add_score_parser(sub) -> None:
@@ -37,6 +30,7 @@ def add_score_parser(sub) -> None:
     p.add_argument("--results", default=None, help="results folder (default: $SANDBOX_RESULTS or results)")
     p.add_argument("--list-batteries", action="store_true", help="print every battery's cells and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    lock_timeout_option(p)
     p.set_defaults(func=cmd_score)
 
 
@@ -67,4 +61,4 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_score_parser", "cmd_score", "parse_value"]
+__all__ = ["add_score_parser", "cmd_score"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -33,6 +34,8 @@ import pyarrow.parquet as pq
 
 from sandbox.runtime.processes import HOST, process_alive, start_time
 
+log = logging.getLogger(__name__)
+
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
@@ -40,7 +43,7 @@ _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 #: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
 #: scorecard's front end and report): no training job imports them (tests/reliability/test_store.py
 #: runs every kind of job and checks), so editing them leaves the numbers, and stored results, valid
-PRESENTATION = ("cli.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py",
+PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py",
                 "analysis/claims.py", "analysis/plotting.py", "analysis/stats.py", "analysis/provenance.py",
                 "scoring/__init__.py", "scoring/api.py", "scoring/statistics.py", "scoring/report.py",
                 "scoring/batteries/versions.py")
@@ -286,8 +289,20 @@ class ResultsStore:
                 owner = None  # a half-written lock: its owner died between create and write
                 if lock.stat().st_mtime > time.time() - 5:
                     return False
+            log.warning("taking over the stale lock %s: %s", lock,
+                        "its owner died while writing it" if owner is None else
+                        f"its owner, pid {json.loads(owner)['pid']} on this host, is no longer running")
             self._take_over(lock, owner)
         return False
+
+    def lock_owner(self, job_id: str) -> dict | None:
+        """Who holds the job's lock: {'host', 'pid', 'start', 'since' (the lock's mtime, epoch
+        seconds)}, or None when it is free or unreadable."""
+        lock = self.lock_path(job_id)
+        try:
+            return {**json.loads(lock.read_text()), "since": lock.stat().st_mtime}
+        except (OSError, ValueError, TypeError):
+            return None
 
     @staticmethod
     def _take_over(lock: Path, owner: str | None) -> None:
