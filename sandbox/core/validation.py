@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -158,3 +160,34 @@ def check_field_types(cls: type, kwargs: dict[str, object]) -> None:
         if base in _FIELD_TYPES and not (isinstance(value, _FIELD_TYPES[base]) or (optional and value is None)):
             kind = base + (" or None" if optional else "")
             raise ValueError(f"{f.name} must be a {kind}, got {type(value).__name__} {short_repr(value)}")
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the physical memory, or a lower cgroup limit (0 when
+    unknown)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit)) if total else int(limit)
+    except OSError:
+        pass
+    return total
+
+
+def check_memory(what: str, need: int, detail: str) -> None:
+    """Refuse, before anything is allocated, a size that cannot fit: ``what`` (the arguments at
+    fault) would need ``need`` bytes (``detail``: what they are), more than ``machine_memory()``."""
+    total = machine_memory()
+    if total and need > total:
+        raise ValueError(f"{what} would need about {gib(need)} of memory ({detail}), more than this "
+                         f"machine's {gib(total)}; use smaller sizes")
+
+
+def gib(n: float) -> str:
+    """Bytes in GiB for messages: '0.0373 GiB', '23.5 GiB', '2,980 GiB'."""
+    x = n / 2**30
+    return f"{x:,.0f} GiB" if x >= 100 else f"{x:.3g} GiB"

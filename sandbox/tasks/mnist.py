@@ -85,6 +85,12 @@ class MNIST(CategoricalTask):
         return self.data.eval_y[: self.eval_x.shape[0]]
 
     # ------------------------------------------------------------------ environment
+    def memory(self) -> tuple[int, int]:
+        """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the
+        actor's and the learner's passes and their gradients)."""
+        rows = self.batch_size * self.samples_per_context * (10 if self.mode == "exact" else 1)
+        return 4 * self.population * self.policy.n_params, 16 * self.population * rows * (784 + self.hidden + 10)
+
     def init_params(self, generator):
         _ = self.data  # read the images (or report them missing) before the first step, not during it
         return self.policy.init(self.population, generator)
