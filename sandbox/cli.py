@@ -25,6 +25,7 @@ from sandbox.cli_args import (
 )
 from sandbox.cli_score import add_score_parser
 from sandbox.controllers import CONTROLLERS
+from sandbox.core.plugins import load_env_plugins
 from sandbox.estimators import ESTIMATORS
 
 EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
@@ -264,15 +265,21 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+PLUGIN_HELP = "import MODULE (a module or .py file) first, so the estimators it registers are available; repeatable"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sandbox", description="Policy-gradient estimators under distributed-RL frictions.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="import MODULE first (repeatable), so the estimators it registers are available")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
                 add_bench_parser):
         add(sub)
+    for name, command in sub.choices.items():  # `sandbox list --plugin F` as well as `sandbox --plugin F list`
+        if name != "score":  # score's own --plugin registers the estimator it scores
+            command.add_argument("--plugin", dest="sub_plugins", action="append", default=[], metavar="MODULE",
+                                 help=PLUGIN_HELP)
     return parser
 
 
@@ -286,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        for module in args.plugin:
+        load_env_plugins()
+        for module in [*args.plugin, *getattr(args, "sub_plugins", [])]:
             load_plugin(module)
         if getattr(args, "accept_stale_code", False):  # read by every run_sweep, notebooks' included
             os.environ["SANDBOX_ACCEPT_STALE_CODE"] = "1"

@@ -5,6 +5,7 @@ names the option and what is valid."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -27,6 +28,7 @@ def int_at_least(low: int):
 
 def writable_file(path: str, option: str) -> Path:
     """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
+    check_path_given(path, option)
     target = Path(path)
     folder = target.parent.resolve()
     if target.is_dir():
@@ -39,34 +41,35 @@ def writable_file(path: str, option: str) -> Path:
 
 
 def writable_dir(path: str, option: str) -> Path:
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{option} {path}: exists and is not a folder")
-    existing = next(p for p in (folder.resolve(), *folder.resolve().parents) if p.exists())
-    if not os.access(existing, os.W_OK):
-        raise ValueError(f"{option} {path}: {existing} is not writable")
-    return folder
+    """Check, before any work, that the folder ``path`` is (or can be made) writable."""
+    from sandbox.core.validation import check_writable_dir
+
+    check_path_given(path, option)
+    return check_writable_dir(path, option)
+
+
+def check_path_given(path: str, option: str) -> None:
+    """An empty path would mean the current folder: refuse it rather than write there."""
+    if not str(path).strip():
+        raise ValueError(f"{option} is empty; give a path (an empty one would write into the current folder)")
 
 
 def load_plugin(module: str) -> None:
     """Import a user module by dotted name or by path to a ``.py`` file (``import_plugins``, the
     same path every worker and notebook kernel takes: ``$SANDBOX_PLUGINS`` lists it for them); any
-    failure is one line."""
-    from sandbox.runtime.pool import PLUGINS_ENV, import_plugins, plugins_from_env
+    failure is one line naming ``--plugin``."""
+    from sandbox.core.plugins import PLUGINS_ENV, PluginError, import_plugins, plugins_from_env
 
     try:
         import_plugins([module])
-    except ModuleNotFoundError as err:
-        raise ValueError(f"--plugin {module!r} failed to load: ModuleNotFoundError: {err}") from None
+    except PluginError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
+        raise ValueError(f"--{err}") from None
     except SyntaxError as err:
         raise ValueError(f"--plugin {module!r}: SyntaxError in {err.filename}, line {err.lineno}: {err.msg}") from None
-    except ValueError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
-        raise ValueError(f"--{err}") from None
     except Exception as err:  # a plugin is user code: name its error, no traceback
         raise ValueError(f"--plugin {module!r} failed to load: {type(err).__name__}: {err}") from None
     spec = str(Path(module).resolve()) if module.endswith(".py") else module
     os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
-
 
 
 def parse_value(text: str):
@@ -92,10 +95,12 @@ def read_config_file(path: str) -> dict:
 
 def config_from_args(args: argparse.Namespace):
     """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
-    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible)."""
+    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible, but a
+    field that holds a string takes the text as it is: ``--set label=123`` is the label '123')."""
     from sandbox.runtime.config import RunConfig
 
     data = read_config_file(args.config) if args.config else {}
+    given = []
     for item in args.set or []:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
@@ -107,7 +112,51 @@ def config_from_args(args: argparse.Namespace):
             if not isinstance(target, dict):
                 raise ValueError(f"--set {item}: {parent} is not a dict field")
         target[leaf] = parse_value(value)
+        given.append((parents, leaf, value, target))
+    for parents, leaf, value, target in given:  # once every --set is in: the task, estimator … are known
+        owner = _owner(parents, data)
+        if owner is not None and text_field(owner, leaf):
+            target[leaf] = value
     return RunConfig.from_dict(data)
+
+
+def _owner(parents: list[str], data: dict):
+    """The dataclass whose field ``--set parents….leaf`` sets (None where unknown)."""
+    from sandbox.runtime.config import RunConfig
+
+    if not parents:
+        return RunConfig
+    if len(parents) > 1:
+        return None
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    registries = _registries()
+    field_of = {"task_kwargs": "task", "estimator_kwargs": "estimator", "advantage_kwargs": "advantage"}
+    if parents[0] == "staleness":
+        from sandbox.frictions import DelaySchedule
+
+        return DelaySchedule
+    name = field_of.get(parents[0])
+    entry = data.get(name, defaults.get(name)) if name else None
+    registry = registries.get(name)
+    return registry.get(entry) if registry is not None and isinstance(entry, str) and entry in registry else None
+
+
+def _registries() -> dict:
+    from sandbox.advantages import ADVANTAGES
+    from sandbox.estimators import ESTIMATORS
+    from sandbox.tasks import TASKS, load_tasks
+
+    load_tasks()
+    return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}
+
+
+def text_field(cls, name: str) -> bool:
+    """Whether the dataclass ``cls`` has a field ``name`` that holds text (annotated ``str``, or
+    ``str | None``)."""
+    from sandbox.core.validation import field_kind
+
+    f = next((f for f in dataclasses.fields(cls) if f.name == name), None)
+    return f is not None and field_kind(f)[0] == "str"
 
 
 def lock_timeout_option(q: argparse.ArgumentParser) -> None:

@@ -15,7 +15,6 @@ from torch import Tensor
 
 from sandbox.core.validation import check_shape, check_tensor
 
-
 #: how far above 0 a log-probability may round (a fused kernel's chunked log-sum-exp)
 LOGP_TOLERANCE = 1e-4
 

@@ -25,8 +25,8 @@ from torch import Tensor
 from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
-from sandbox.core.validation import check_memory, gib
 from sandbox.core.terms import EstimatorOutput
+from sandbox.core.validation import check_memory, gib
 from sandbox.frictions.base import FrictionContext, FrictionStack
 
 TASKS: Registry[Task] = Registry("task")

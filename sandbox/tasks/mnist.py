@@ -12,7 +12,7 @@ from torch import Tensor
 from sandbox.advantages import make_advantage
 from sandbox.core.validation import check_choice, check_int
 from sandbox.diagnostics import cosine
-from sandbox.envs.mnist import SPLITS, MNISTData, mnist_data
+from sandbox.envs.mnist import SPLITS, MNISTData, check_data_dirs, mnist_data
 from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.mlp import MLP
@@ -65,6 +65,8 @@ class MNIST(CategoricalTask):
         check_choice("behavior", self.behavior, BEHAVIOR)
         check_choice("split", self.split, SPLITS)
         check_int("train_size", self.train_size, low=1, high=9999)
+        if self.data_dir is not None:
+            check_data_dirs([self.data_dir])
         self._probes = [make_estimator(name) for name in self.probes]
         self._probe_advantage = make_advantage(self.probe_advantage)
         self.n_actions = 10
