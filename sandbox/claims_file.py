@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sandbox.analysis.claims import load_claims
 from sandbox.analysis.store import read_record
+from sandbox.reproduce_costs import record_paths
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +42,12 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     markdown table of the papers' headline numbers beside ours."""
     results_dir = Path(results_dir)
     published = published or {}
-    suffix = f".seed{base_seed}" if base_seed else ""
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = dict.fromkeys(("PASS", "CHECK", "FAIL", "INFO"), 0)
     for figure in figures:
-        record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
+        claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
         record, state, why = read_record(record_path)
-        claims = load_claims(results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json")
+        claims = load_claims(claims_path)
         if state == "corrupt":
             log.warning("ignoring the damaged notebook record %s (%s)", record_path, why)
             rows.append(f"| `{figure.name}` | its record was damaged: run `sandbox reproduce {figure.name} "

@@ -124,15 +124,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.analysis.store import ResultsStore
     from sandbox.reproduce import figures as figure_registry
-    from sandbox.runtime.sweep import run_sweep
+    from sandbox.runtime.costs import announce, finished_ids, plan
+    from sandbox.runtime.sweep import run_sweep, unique_jobs
 
     figures = figure_registry().select(args.names)
     store = ResultsStore(writable_dir(args.results, "--results"))
+    jobs = {figure.name: figure.jobs(args.fidelity) for figure in figures}
+    everything = unique_jobs([j for js in jobs.values() for j in js])
+    announce(plan(everything, finished_ids(everything, store), args.workers, store).line(f"sweep {args.fidelity}"))
     started, failed = _with_ray(args), 0
     try:
         for figure in figures:
-            report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
-                               ray_address=args.ray_address, desc=figure.name)
+            report = run_sweep(jobs[figure.name], store, backend=args.backend, workers=args.workers,
+                               ray_address=args.ray_address, desc=figure.name, announce=False)
             jobs = f"{report.total} job{'s' if report.total != 1 else ''}"
             print(f"{figure.name}: {jobs}, {report.skipped} already done, {report.computed} computed, "
                   f"{len(report.failed)} failed")

@@ -40,6 +40,8 @@ from sandbox.analysis.claims import Claim, format_claims, load_claims, read_clai
 from sandbox.analysis.provenance import git_commit
 from sandbox.analysis.store import ResultsStore, read_record, write_record
 from sandbox.claims_file import write_claims_file
+from sandbox.reproduce_costs import figures_plan, record_paths
+from sandbox.runtime.costs import announce
 from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
 log = logging.getLogger(__name__)
@@ -291,20 +293,20 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
     all_jobs = {f.name: offset_seeds(f.jobs(fidelity), base_seed) for f in chosen}
+    if progress:
+        announce(figures_plan(all_jobs, store, results_dir, fidelity, base_seed, workers, rerun))
     if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
         run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
-                  progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures")
+                  progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures", announce=False)
     outcomes = []
     for figure in chosen:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
-        suffix = f".seed{base_seed}" if base_seed else ""
-        claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json"
-        record = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
+        claims_path, record = record_paths(results_dir, figure.name, fidelity, base_seed)
         try:
             jobs = all_jobs[figure.name]
             report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
-                               ray_address=ray_address, desc=figure.name)
+                               ray_address=ray_address, desc=figure.name, announce=False)
             if not report.ok:
                 raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),

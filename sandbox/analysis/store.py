@@ -43,7 +43,8 @@ _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 #: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
 #: scorecard's front end and report): no training job imports them (tests/reliability/test_store.py
 #: runs every kind of job and checks), so editing them leaves the numbers, and stored results, valid
-PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py",
+PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "reproduce.py", "reproduce_costs.py",
+                "claims_file.py",
                 "analysis/claims.py", "analysis/plotting.py", "analysis/stats.py", "analysis/provenance.py",
                 "scoring/__init__.py", "scoring/api.py", "scoring/statistics.py", "scoring/report.py",
                 "scoring/batteries/versions.py")

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from sandbox.analysis.store import ResultsStore, code_version
 from sandbox.core.validation import check_choice
+from sandbox.runtime import costs
 from sandbox.runtime.backends import InProcess, LocalProcesses, RayTasks
 from sandbox.runtime.config import RunConfig, _freeze
 from sandbox.runtime.pool import import_plugins, plugins_from_env
@@ -140,7 +141,8 @@ def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
 def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
               progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
               plugins: Sequence[str] | None = None, accept_stale_code: bool | None = None,
-              poll_seconds: float = 0.2, lock_timeout: float | None = None) -> SweepReport:
+              poll_seconds: float = 0.2, lock_timeout: float | None = None,
+              announce: bool | Callable[[costs.Plan, set[str]], str] = True) -> SweepReport:
     """Run every job whose verified result is not in ``store`` yet.
 
     Stored results that are corrupt, or were made by other code (another package version or
@@ -151,7 +153,9 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     another host, whose process cannot be checked, for ``lock_timeout`` seconds (default
     ``$SANDBOX_LOCK_TIMEOUT`` or 600, which ``--lock-timeout`` sets), with a warning, then recorded as
     failed with what to do. Ctrl-C stops every worker at once, keeps every finished result and
-    raises ``KeyboardInterrupt``.
+    raises ``KeyboardInterrupt``. With ``progress`` and ``announce``, a line first says how many jobs
+    there are, how many are finished and roughly how long the rest take (``sandbox.runtime.costs``);
+    a callable ``announce(plan, finished_ids)`` says it instead.
     """
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
@@ -184,6 +188,10 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
             report.recomputed[job.id] = state
         todo.append(job)
     _log_verdicts(report, store)
+    if progress and announce and todo:
+        finished = {j.id for j in jobs} - {j.id for j in todo}
+        plan = costs.plan(jobs, finished, workers, store)
+        costs.announce(announce(plan, finished) if callable(announce) else plan.line(desc))
     if not todo:
         return report
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))

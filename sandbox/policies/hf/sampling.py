@@ -8,7 +8,6 @@ sampled from.
 from __future__ import annotations
 
 import inspect
-
 from dataclasses import dataclass
 
 import torch

@@ -1,0 +1,71 @@
+"""Honest first-use costs (issue 26): a long command says before it starts how many jobs it will
+run, how many are finished, and roughly how long the rest take; a first score that would take more
+than 5 minutes says so and offers a comparison that fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.analysis.store import ResultsStore
+from sandbox.runtime import costs
+from sandbox.runtime.sweep import Job, run_sweep
+from sandbox.scoring.battery import load_battery
+from sandbox.scoring.recipes import make_recipe
+from sandbox.scoring.runner import FIRST_LOOK_SECONDS, first_look, jobs
+
+
+def tick(x: int, seed: int = 0) -> Job:
+    return Job("tests.reliability.jobs:tick", {"x": x, "seed": seed})
+
+
+def test_a_jobs_kind_leaves_out_the_method_and_the_seed():
+    config = {"task": "bandit", "steps": 100, "seed": 0, "estimator": "dg", "estimator_kwargs": {"eta": 1}}
+    assert costs.kind("m:f", config) == costs.kind("m:f", {**config, "seed": 3, "estimator": "ppo",
+                                                           "estimator_kwargs": {}})
+    assert costs.kind("m:f", config) != costs.kind("m:f", {**config, "steps": 1000})
+    assert costs.kind("m:f", {"config": config}) == costs.kind("m:f", {"config": {**config, "seed": 9}})  # nested
+    assert costs.kind("m:f", config) != costs.kind("m:g", config)
+
+
+def test_the_line_counts_jobs_and_estimates_from_finished_ones_of_the_same_kind(tmp_path, capsys):
+    store = ResultsStore(tmp_path)
+    run_sweep([tick(0, seed=0)], store, workers=1, progress=False)
+    meta = store.metadata(tick(0).id)
+    assert meta["cpu_seconds"] >= 0 and meta["seconds"] >= 0  # stored with every result
+    store.write(tick(0).id, store.read(tick(0).id), {**meta, "cpu_seconds": 40.0})  # as if it had taken 40 s
+    run_sweep([tick(0, seed=s) for s in range(4)], store, workers=2, progress=True, desc="ticks")
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == ("ticks: 4 jobs, 1 finished, 3 to run: about 60 s on 2 workers (from the measured costs of "
+                     "jobs of the same kind)")  # 3 × 40 CPU-s over 2 workers
+
+
+def test_jobs_never_measured_are_counted_and_said(tmp_path, monkeypatch):
+    store = ResultsStore(tmp_path)
+    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {costs.kind(tick(1).fn, tick(1).params): 600.0}})
+    plan = costs.plan([tick(1), tick(2)], set(), 2, store)
+    assert plan.line("sweep") == ("sweep: 2 jobs, 0 finished, 2 to run: about 10 min on 2 workers (from the measured "
+                                  "costs of jobs of the same kind; 1 never measured, counted at the average)")
+    assert costs.plan([tick(3)], set(), 2, store).line("sweep") == (
+        "sweep: 1 job, 0 finished, 1 to run (no job of these kinds was ever measured: the time is unknown)")
+    assert costs.plan([tick(3)], {tick(3).id}, 2, store).line("sweep") == "sweep: 1 job, 1 finished, 0 to run"
+
+
+def test_a_cold_first_score_says_so_and_offers_a_comparison_that_fits(tmp_path, monkeypatch):
+    battery = load_battery("quick")
+    recipes = [(make_recipe("dppo"), ())] + [(make_recipe(m), ()) for m in ("reinforce", "is_pg", "tis", "ppo")]
+    cell_cost = 20.0  # CPU-s of every cell: 300 s per method, 150 s on 2 workers
+    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {
+        costs.kind(j.fn, j.params): cell_cost for j in jobs(battery, recipes[0][0])}})
+    store = ResultsStore(tmp_path)
+    all_jobs = [j for r, p in recipes for j in jobs(battery, r, p)]
+    plan = costs.plan(all_jobs, set(), 2, store)
+    assert plan.seconds == pytest.approx(5 * 15 * cell_cost / 2) and plan.seconds > FIRST_LOOK_SECONDS
+    assert first_look(plan, set(), battery, recipes, store, 2) == (
+        "score quick: 75 jobs, 0 finished, 75 to run: about 12 min on 2 workers (from the measured costs of jobs of "
+        "the same kind)\nscore quick: that is more than the 5 minutes of a first look; for one, compare with fewer "
+        "methods: --against reinforce (30 jobs to run, about 5.0 min). Finished jobs are kept: the full comparison "
+        "later runs only the rest")
+    cached = {j.id for r, p in recipes[1:] for j in jobs(battery, r, p)}  # the built-ins done: 2.5 min
+    assert first_look(costs.plan(all_jobs, cached, 2, store), cached, battery, recipes, store, 2) == (
+        "score quick: 75 jobs, 60 finished, 15 to run: about 2.5 min on 2 workers (from the measured costs of jobs "
+        "of the same kind)")
