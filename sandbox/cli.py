@@ -131,9 +131,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     store = ResultsStore(writable_dir(args.results, "--results"))
     jobs = {figure.name: figure.jobs(args.fidelity) for figure in figures}
     everything = unique_jobs([j for js in jobs.values() for j in js])
-    announce(plan(everything, finished_ids(everything, store), args.workers, store).line(f"sweep {args.fidelity}"))
     started, failed = _with_ray(args), 0
     try:
+        announce(plan(everything, finished_ids(everything, store), args.workers, store).line(f"sweep {args.fidelity}"))
         for figure in figures:
             report = run_sweep(jobs[figure.name], store, backend=args.backend, workers=args.workers,
                                ray_address=args.ray_address, desc=figure.name, announce=False)
