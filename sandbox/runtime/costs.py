@@ -3,9 +3,10 @@ roughly how long the rest take.
 
 A job's cost is estimated from jobs of the same *kind* — its function and its parameters without
 those that name the method or the seed (``KIND_FREE``), which change little what a job costs:
-first the CPU seconds stored with finished results of that kind (``cpu_seconds`` in their
-metadata, the wall ``seconds`` for results older than that), else the table of measured costs kept
-as data in ``job_costs.json`` (``python benchmarks/job_costs.py`` writes it from a results folder).
+first the CPU seconds stored with the sweep's finished results of that kind (``cpu_seconds`` in
+their metadata, the wall ``seconds`` for results older than that), else the table of measured costs
+kept as data in ``job_costs.json`` (``python benchmarks/job_costs.py`` writes it from a results
+folder), else the other results in the store (those of other code, say).
 Jobs of a kind never measured count at the average of the others, and the line says how many.
 The time is the CPU seconds over the workers (each job runs on one thread), at least the longest job.
 """
@@ -105,7 +106,17 @@ class Plan:
             how = "no job of these kinds was ever measured: the time is unknown"
             return f"{head}{extra} ({how})"
         return (f"{head}{extra}: about {duration(self.seconds + extra_seconds)} on {self.workers} "
-                f"worker{'s' if self.workers != 1 else ''} ({how})")
+                f"worker{'s' if self.workers != 1 else ''} ({how}{busy()})")
+
+
+def busy() -> str:
+    """'; the machine is busy (load 10.3 on 2 cores): expect longer' when other work holds the cores
+    (the estimate is CPU time: a worker gets only its share of a busy core)."""
+    try:
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    except (OSError, AttributeError):
+        return ""
+    return f"; the machine is busy (load {load:.1f} on {cores} cores): expect longer" if load > cores else ""
 
 
 def duration(seconds: float) -> str:
@@ -119,18 +130,19 @@ def duration(seconds: float) -> str:
 
 
 def plan(jobs: Sequence, finished: set[str], workers: int | None, store=None) -> Plan:
-    """The ``Plan`` of ``jobs`` (unique) of which ``finished`` (ids) are done: costs from the finished
-    results in ``store`` of the same kinds (every result there is looked at), else the table."""
+    """The ``Plan`` of ``jobs`` (unique) of which ``finished`` (ids) are done. A job's cost is the
+    median over the same kind of: these jobs' finished results in ``store``, else the table, else
+    the other results in ``store`` (read only when needed: a big store takes seconds to read)."""
     todo = [j for j in jobs if j.id not in finished]
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     if not todo:
         return Plan(len(jobs), len(jobs) - len(todo), 0.0, 0.0, 0, workers)
-    table = measured_table()["kinds"]
-    stored = stored_costs(store, store.job_ids()) if store is not None else {}
-    costs: list[float | None] = []
-    for job in todo:
-        k = kind(job.fn, job.params)
-        costs.append(statistics.median(stored[k]) if k in stored else table.get(k))
+    kinds = [kind(job.fn, job.params) for job in todo]
+    sources = [stored_costs(store, finished) if store is not None else {},
+               {k: [v] for k, v in measured_table()["kinds"].items()}]
+    if store is not None and not set(kinds) <= set(sources[0]) | set(sources[1]):
+        sources.append(stored_costs(store, set(store.job_ids()) - finished))
+    costs = [next((statistics.median(s[k]) for s in sources if k in s), None) for k in kinds]
     known = [c for c in costs if c is not None]
     average = statistics.fmean(known) if known else 0.0
     unmeasured = sum(c is None for c in costs)

@@ -18,6 +18,20 @@ def tick(x: int, seed: int = 0) -> Job:
     return Job("tests.reliability.jobs:tick", {"x": x, "seed": seed})
 
 
+@pytest.fixture(autouse=True)
+def idle_machine(monkeypatch):
+    monkeypatch.setattr(costs, "busy", lambda: "")
+
+
+def test_a_busy_machine_is_said(monkeypatch):
+    monkeypatch.undo()
+    monkeypatch.setattr(costs.os, "getloadavg", lambda: (10.3, 9.0, 8.0))
+    monkeypatch.setattr(costs.os, "cpu_count", lambda: 2)
+    assert costs.busy() == "; the machine is busy (load 10.3 on 2 cores): expect longer"
+    monkeypatch.setattr(costs.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    assert costs.busy() == ""
+
+
 def test_a_jobs_kind_leaves_out_the_method_and_the_seed():
     config = {"task": "bandit", "steps": 100, "seed": 0, "estimator": "dg", "estimator_kwargs": {"eta": 1}}
     assert costs.kind("m:f", config) == costs.kind("m:f", {**config, "seed": 3, "estimator": "ppo",
