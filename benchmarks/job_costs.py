@@ -3,7 +3,7 @@
 Every stored result records its CPU seconds (``cpu_seconds``; the wall ``seconds`` before that was
 stored); its *kind* (``sandbox.runtime.costs.kind``) is its function and parameters without the
 method and the seed. The table keeps, per kind, the median CPU seconds, and per figure and fidelity
-the seconds its notebook took (``results/notebooks/*.json``). Entries of the folders given replace
+the seconds its notebook took (``results/notebooks/*.json``); an example job names each kind. Entries of the folders given replace
 those of the same kind; the rest of the table is kept. Before a long command starts, it says how
 long it will take from these numbers wherever no finished job of the same kind is stored.
 
@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from sandbox.analysis.store import ResultsStore, read_record
-from sandbox.runtime.costs import TABLE, measured_table, stored_costs
+from sandbox.runtime.costs import TABLE, kind, measured_table, stored_costs
 
 
 def main() -> None:
@@ -31,7 +31,12 @@ def main() -> None:
     for folder in args.folders:
         store = ResultsStore(folder)
         found = stored_costs(store, store.job_ids())
-        kinds.update({k: round(statistics.median(v), 2) for k, v in found.items()})
+        examples = {}
+        for job_id in store.job_ids():
+            meta = store.metadata(job_id)
+            examples.setdefault(kind(meta.get("fn", ""), meta.get("params", {})), f"{meta.get('fn')} {meta.get('label')}")
+        kinds.update({k: {"cpu_s": round(statistics.median(v), 2), "jobs": len(v), "example": examples[k]}
+                      for k, v in found.items()})
         for record in sorted(Path(folder).glob("notebooks/*.json")):
             data, state, _ = read_record(record)
             if state in ("ok", "stale") and isinstance(data, dict) and "notebook_seconds" in data:

@@ -48,7 +48,8 @@ def kind(fn: str, params: dict) -> str:
 
 @lru_cache(maxsize=1)
 def measured_table() -> dict:
-    """``job_costs.json``: {'kinds': {kind: CPU seconds}, 'notebooks': {'NAME.FIDELITY': seconds}, …}."""
+    """``job_costs.json``: {'kinds': {kind: {'cpu_s', 'jobs', 'example'}}, 'notebooks':
+    {'NAME.FIDELITY': seconds}, 'notes': [where and how they were measured]}."""
     return json.loads(TABLE.read_text()) if TABLE.is_file() else {"kinds": {}, "notebooks": {}}
 
 
@@ -110,13 +111,13 @@ class Plan:
 
 
 def busy() -> str:
-    """'; the machine is busy (load 10.3 on 2 cores): expect longer' when other work holds the cores
+    """'; the machine is busy, load 10.3 on 2 cores: expect longer' when other work holds the cores
     (the estimate is CPU time: a worker gets only its share of a busy core)."""
     try:
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
     except (OSError, AttributeError):
         return ""
-    return f"; the machine is busy (load {load:.1f} on {cores} cores): expect longer" if load > cores else ""
+    return f"; the machine is busy, load {load:.1f} on {cores} cores: expect longer" if load > cores else ""
 
 
 def duration(seconds: float) -> str:
@@ -139,7 +140,7 @@ def plan(jobs: Sequence, finished: set[str], workers: int | None, store=None) ->
         return Plan(len(jobs), len(jobs) - len(todo), 0.0, 0.0, 0, workers)
     kinds = [kind(job.fn, job.params) for job in todo]
     sources = [stored_costs(store, finished) if store is not None else {},
-               {k: [v] for k, v in measured_table()["kinds"].items()}]
+               {k: [v["cpu_s"]] for k, v in measured_table()["kinds"].items()}]
     if store is not None and not set(kinds) <= set(sources[0]) | set(sources[1]):
         sources.append(stored_costs(store, set(store.job_ids()) - finished))
     costs = [next((statistics.median(s[k]) for s in sources if k in s), None) for k in kinds]

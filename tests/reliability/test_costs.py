@@ -4,6 +4,8 @@ than 5 minutes says so and offers a comparison that fits."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sandbox.analysis.store import ResultsStore
@@ -27,7 +29,7 @@ def test_a_busy_machine_is_said(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(costs.os, "getloadavg", lambda: (10.3, 9.0, 8.0))
     monkeypatch.setattr(costs.os, "cpu_count", lambda: 2)
-    assert costs.busy() == "; the machine is busy (load 10.3 on 2 cores): expect longer"
+    assert costs.busy() == "; the machine is busy, load 10.3 on 2 cores: expect longer"
     monkeypatch.setattr(costs.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
     assert costs.busy() == ""
 
@@ -55,7 +57,7 @@ def test_the_line_counts_jobs_and_estimates_from_finished_ones_of_the_same_kind(
 
 def test_jobs_never_measured_are_counted_and_said(tmp_path, monkeypatch):
     store = ResultsStore(tmp_path)
-    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {costs.kind(tick(1).fn, tick(1).params): 600.0}})
+    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {costs.kind(tick(1).fn, tick(1).params): {"cpu_s": 600.0}}})
     plan = costs.plan([tick(1), tick(2)], set(), 2, store)
     assert plan.line("sweep") == ("sweep: 2 jobs, 0 finished, 2 to run: about 10 min on 2 workers (from the measured "
                                   "costs of jobs of the same kind; 1 never measured, counted at the average)")
@@ -69,7 +71,7 @@ def test_a_cold_first_score_says_so_and_offers_a_comparison_that_fits(tmp_path, 
     recipes = [(make_recipe("dppo"), ())] + [(make_recipe(m), ()) for m in ("reinforce", "is_pg", "tis", "ppo")]
     cell_cost = 20.0  # CPU-s of every cell: 300 s per method, 150 s on 2 workers
     monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {
-        costs.kind(j.fn, j.params): cell_cost for j in jobs(battery, recipes[0][0])}})
+        costs.kind(j.fn, j.params): {"cpu_s": cell_cost} for j in jobs(battery, recipes[0][0])}})
     store = ResultsStore(tmp_path)
     all_jobs = [j for r, p in recipes for j in jobs(battery, r, p)]
     plan = costs.plan(all_jobs, set(), 2, store)
@@ -83,3 +85,22 @@ def test_a_cold_first_score_says_so_and_offers_a_comparison_that_fits(tmp_path, 
     assert first_look(costs.plan(all_jobs, cached, 2, store), cached, battery, recipes, store, 2) == (
         "score quick: 75 jobs, 60 finished, 15 to run: about 2.5 min on 2 workers (from the measured costs of jobs "
         "of the same kind)")
+
+
+def test_a_new_users_first_quick_score_is_measured_and_offers_the_faster_path(tmp_path):
+    """Every cell of `quick` has a measured cost (job_costs.json: a cold `sandbox score dppo` on the
+    shared 2-core machine); scoring one estimator against the seven built-ins cold is more than 5
+    minutes, and the comparison offered fits in them."""
+    from sandbox.scoring.recipes import DEFAULT_AGAINST
+
+    battery, store = load_battery("quick"), ResultsStore(tmp_path)
+    recipes = [(make_recipe("dppo"), ())] + [(make_recipe(m), ()) for m in DEFAULT_AGAINST]
+    all_jobs = [j for r, p in recipes for j in jobs(battery, r, p)]
+    plan = costs.plan(all_jobs, set(), 2, store)
+    assert plan.unmeasured == 0 and plan.total == 120, "a cell changed: measure it again (benchmarks/job_costs.py)"
+    assert 10 * 60 < plan.seconds < 25 * 60  # 2,001 CPU-s measured: about 16 min on 2 idle cores
+    line, offer = first_look(plan, set(), battery, recipes, store, 2).split("\n")
+    match = re.fullmatch(r"score quick: that is more than the 5 minutes of a first look; for one, compare with fewer "
+                         r"methods: --against ([\w,]+) \((\d+) jobs to run, about ([\d.]+) min\)\. Finished jobs are "
+                         r"kept: the full comparison later runs only the rest", offer)
+    assert match and float(match[3]) <= 5.0, offer
