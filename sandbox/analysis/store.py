@@ -7,7 +7,8 @@ or written before results carried provenance) or 'ok'. Writes go to a temporary 
 host and pid, mode 0644 under the umask), are fsynced and renamed into place (``os.replace`` is
 atomic on POSIX): a killed writer leaves a complete file or a temporary one, which
 ``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file (O_EXCL, owner
-host/pid/start time); a lock whose owner is dead is stale and taken over.
+host/pid/start time); a lock whose owner is dead is stale and taken over, with a warning (another
+host's owner cannot be checked: ``run_sweep`` waits for it, up to its ``lock_timeout``).
 
 The small JSON files derived from results (a figure's claims, its notebook's execution record)
 are kept the same way by ``write_record`` / ``read_record``: written atomically with the code that
