@@ -114,9 +114,7 @@ def config_from_args(args: argparse.Namespace):
         target[leaf] = parse_value(value)
         given.append((parents, leaf, value, target))
     for parents, leaf, value, target in given:  # once every --set is in: the task, estimator … are known
-        owner = _owner(parents, data)
-        if owner is not None and text_field(owner, leaf):
-            target[leaf] = value
+        target[leaf] = set_value(_owner(parents, data), leaf, value)
     return RunConfig.from_dict(data)
 
 
@@ -150,13 +148,17 @@ def _registries() -> dict:
     return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}
 
 
-def text_field(cls, name: str) -> bool:
-    """Whether the dataclass ``cls`` has a field ``name`` that holds text (annotated ``str``, or
-    ``str | None``)."""
+def set_value(cls, name: str, text: str):
+    """The value of ``--set name=text`` for a field of the dataclass ``cls`` (None: unknown): the
+    text itself for a field that holds text (annotated ``str`` or ``str | None``; ``null`` is None
+    for the latter), else ``parse_value``."""
     from sandbox.core.validation import field_kind
 
-    f = next((f for f in dataclasses.fields(cls) if f.name == name), None)
-    return f is not None and field_kind(f)[0] == "str"
+    f = next((f for f in dataclasses.fields(cls) if f.name == name), None) if cls is not None else None
+    kind, optional = field_kind(f) if f is not None else ("", False)
+    if kind == "str" and not (optional and text.strip() == "null"):
+        return text
+    return parse_value(text)
 
 
 def lock_timeout_option(q: argparse.ArgumentParser) -> None:

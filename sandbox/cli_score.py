@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sandbox.cli_args import lock_timeout_option, parse_value, text_field, writable_dir
+from sandbox.cli_args import lock_timeout_option, set_value, writable_dir
 
 
 def add_score_parser(sub) -> None:
@@ -52,7 +52,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        settings[key] = value if owner is not None and text_field(owner, key) else parse_value(value)
+        settings[key] = set_value(owner, key, value)
     out = writable_dir(args.out if args.out is not None else f"scorecards/{args.name}-{args.battery}", "--out")
     results = writable_dir(args.results, "--results") if args.results is not None else None
     frame = score(args.name, plugin=args.score_plugins, settings=settings, battery=args.battery,

@@ -152,6 +152,8 @@ def test_set_gives_text_fields_the_text(tmp_path, capsys):
         return config_from_args(build_parser().parse_args(["run", *[a for s in sets for a in ("--set", s)]]))
 
     assert config("label=123").label == "123"
+    assert config("advantage=null").advantage == "group_mean"  # null is None (the task's default) …
+    assert config("advantage=rloo").advantage == "rloo"  # … where the field may be None
     assert config("label=true", "steps=5").steps == 5  # numbers still parse as JSON
     assert config("task=mnist", "task_kwargs.data_dir=" + str(tmp_path)).task_kwargs["data_dir"] == str(tmp_path)
     assert config("task_kwargs.K=12").task_kwargs["K"] == 12
