@@ -7,6 +7,7 @@ CPU seconds.
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from typing import TYPE_CHECKING
@@ -21,11 +22,14 @@ if TYPE_CHECKING:
 
 
 def _timed(job: Job) -> tuple[pd.DataFrame, dict]:
-    """Run ``job``; its frame and its cost: wall ``seconds`` and this process's ``cpu_seconds``
-    (what ``sandbox.runtime.costs`` estimates the next sweeps' time from)."""
+    """Run ``job``; its frame and its cost: wall ``seconds``, this process's ``cpu_seconds`` and
+    ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
+    ``sandbox.runtime.costs`` estimates the next sweeps' time from."""
     start, cpu = time.perf_counter(), time.process_time()
     frame = job.run()
-    return frame, {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
+    cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
+    ray = sys.modules.get("ray")
+    return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost
 
 
 def _execute(job: Job, root: str) -> str | None:

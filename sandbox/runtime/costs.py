@@ -4,7 +4,8 @@ roughly how long the rest take.
 A job's cost is estimated from jobs of the same *kind* — its function and its parameters without
 those that name the method or the seed (``KIND_FREE``), which change little what a job costs:
 first the CPU seconds stored with the sweep's finished results of that kind (``cpu_seconds`` in
-their metadata, the wall ``seconds`` for results older than that), else the table of measured costs
+their metadata; the wall ``seconds`` for a job that ran on Ray, whose workers' CPU time is not
+counted, and for results older than that), else the table of measured costs
 kept as data in ``job_costs.json`` (``python benchmarks/job_costs.py`` writes it from a results
 folder), else the other results in the store (those of other code, say).
 Jobs of a kind never measured count at the average of the others, and the line says how many.
@@ -53,15 +54,22 @@ def measured_table() -> dict:
     return json.loads(TABLE.read_text()) if TABLE.is_file() else {"kinds": {}, "notebooks": {}}
 
 
+def job_cost(meta: dict) -> float | None:
+    """A stored result's cost in seconds: its CPU seconds, or its wall seconds where those say more —
+    a job that ran on Ray (its workers' CPU time is not this process's) or one stored before CPU time was."""
+    cpu, wall = meta.get("cpu_seconds"), meta.get("seconds")
+    return wall if meta.get("ray") or cpu is None else cpu
+
+
 def stored_costs(store, job_ids: Iterable[str]) -> dict[str, list[float]]:
-    """CPU seconds of the given stored results, by kind (wall seconds where no CPU time was stored)."""
+    """The costs (``job_cost``) of the given stored results, by kind."""
     by_kind: dict[str, list[float]] = {}
     for job_id in job_ids:
         try:
             meta = store.metadata(job_id)
         except (OSError, ValueError):
             continue
-        seconds = meta.get("cpu_seconds", meta.get("seconds"))
+        seconds = job_cost(meta)
         if "fn" in meta and isinstance(seconds, (int, float)):
             by_kind.setdefault(kind(meta["fn"], meta.get("params", {})), []).append(float(seconds))
     return by_kind
@@ -100,12 +108,11 @@ class Plan:
         head = f"{what}: {self.total} job{'s' if self.total != 1 else ''}, {self.finished} finished, {self.to_run} to run"
         if not self.to_run and not extra_seconds:
             return head
-        how = "from the measured costs of jobs of the same kind"
+        how = "from measured costs of jobs like these"
         if self.unmeasured:
             how += f"; {self.unmeasured} never measured, counted at the average"
-        if self.to_run and self.unmeasured == self.to_run:
-            how = "no job of these kinds was ever measured: the time is unknown"
-            return f"{head}{extra} ({how})"
+        if self.to_run and self.unmeasured > self.to_run / 4:  # an average of a few says nothing
+            return f"{head}{extra}; the time is unknown: {self.unmeasured} of the jobs to run were never measured"
         return (f"{head}{extra}: about {duration(self.seconds + extra_seconds)} on {self.workers} "
                 f"worker{'s' if self.workers != 1 else ''} ({how}{busy()})")
 
@@ -130,10 +137,12 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def plan(jobs: Sequence, finished: set[str], workers: int | None, store=None) -> Plan:
+def plan(jobs: Sequence, finished: set[str], workers: int | None, store=None,
+         fallback: dict[str, float] | None = None) -> Plan:
     """The ``Plan`` of ``jobs`` (unique) of which ``finished`` (ids) are done. A job's cost is the
     median over the same kind of: these jobs' finished results in ``store``, else the table, else
-    the other results in ``store`` (read only when needed: a big store takes seconds to read)."""
+    the other results in ``store`` (read only when needed: a big store takes seconds to read),
+    else ``fallback[job id]`` (e.g. the average job of its figure at that fidelity)."""
     todo = [j for j in jobs if j.id not in finished]
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     if not todo:
@@ -143,7 +152,9 @@ def plan(jobs: Sequence, finished: set[str], workers: int | None, store=None) ->
                {k: [v["cpu_s"]] for k, v in measured_table()["kinds"].items()}]
     if store is not None and not set(kinds) <= set(sources[0]) | set(sources[1]):
         sources.append(stored_costs(store, set(store.job_ids()) - finished))
-    costs = [next((statistics.median(s[k]) for s in sources if k in s), None) for k in kinds]
+    fallback = fallback or {}
+    costs = [next((statistics.median(s[k]) for s in sources if k in s), fallback.get(job.id))
+             for job, k in zip(todo, kinds)]
     known = [c for c in costs if c is not None]
     average = statistics.fmean(known) if known else 0.0
     unmeasured = sum(c is None for c in costs)
@@ -156,4 +167,4 @@ def announce(text: str) -> None:
     tqdm.write(text, file=sys.stderr)
 
 
-__all__ = ["KIND_FREE", "Plan", "announce", "duration", "finished_ids", "kind", "measured_table", "plan", "stored_costs"]
+__all__ = ["KIND_FREE", "Plan", "announce", "duration", "finished_ids", "job_cost", "kind", "measured_table", "plan", "stored_costs"]

@@ -51,19 +51,22 @@ def test_the_line_counts_jobs_and_estimates_from_finished_ones_of_the_same_kind(
     store.write(tick(0).id, store.read(tick(0).id), {**meta, "cpu_seconds": 40.0})  # as if it had taken 40 s
     run_sweep([tick(0, seed=s) for s in range(4)], store, workers=2, progress=True, desc="ticks")
     first = capsys.readouterr().err.splitlines()[0]
-    assert first == ("ticks: 4 jobs, 1 finished, 3 to run: about 60 s on 2 workers (from the measured costs of "
-                     "jobs of the same kind)")  # 3 × 40 CPU-s over 2 workers
+    assert first == ("ticks: 4 jobs, 1 finished, 3 to run: about 60 s on 2 workers (from measured costs of jobs "
+                     "like these)")  # 3 × 40 CPU-s over 2 workers
 
 
 def test_jobs_never_measured_are_counted_and_said(tmp_path, monkeypatch):
     store = ResultsStore(tmp_path)
-    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": {costs.kind(tick(1).fn, tick(1).params): {"cpu_s": 600.0}}})
-    plan = costs.plan([tick(1), tick(2)], set(), 2, store)
-    assert plan.line("sweep") == ("sweep: 2 jobs, 0 finished, 2 to run: about 10 min on 2 workers (from the measured "
-                                  "costs of jobs of the same kind; 1 never measured, counted at the average)")
-    assert costs.plan([tick(3)], set(), 2, store).line("sweep") == (
-        "sweep: 1 job, 0 finished, 1 to run (no job of these kinds was ever measured: the time is unknown)")
+    measured = {costs.kind(tick(x).fn, tick(x).params): {"cpu_s": 400.0} for x in range(3)}
+    monkeypatch.setattr(costs, "measured_table", lambda: {"kinds": measured})
+    plan = costs.plan([tick(x) for x in range(4)], set(), 2, store)  # tick(3) never measured
+    assert plan.line("sweep") == ("sweep: 4 jobs, 0 finished, 4 to run: about 13 min on 2 workers (from measured "
+                                  "costs of jobs like these; 1 never measured, counted at the average)")
+    assert costs.plan([tick(2), tick(3)], set(), 2, store).line("sweep") == (
+        "sweep: 2 jobs, 0 finished, 2 to run; the time is unknown: 1 of the jobs to run were never measured")
     assert costs.plan([tick(3)], {tick(3).id}, 2, store).line("sweep") == "sweep: 1 job, 1 finished, 0 to run"
+    fallback = costs.plan([tick(3)], set(), 1, store, fallback={tick(3).id: 30.0})  # e.g. its figure's average job
+    assert fallback.seconds == 30.0 and fallback.unmeasured == 0
 
 
 def test_a_cold_first_score_says_so_and_offers_a_comparison_that_fits(tmp_path, monkeypatch):
@@ -77,14 +80,14 @@ def test_a_cold_first_score_says_so_and_offers_a_comparison_that_fits(tmp_path, 
     plan = costs.plan(all_jobs, set(), 2, store)
     assert plan.seconds == pytest.approx(5 * 15 * cell_cost / 2) and plan.seconds > FIRST_LOOK_SECONDS
     assert first_look(plan, set(), battery, recipes, store, 2) == (
-        "score quick: 75 jobs, 0 finished, 75 to run: about 12 min on 2 workers (from the measured costs of jobs of "
-        "the same kind)\nscore quick: that is more than the 5 minutes of a first look; for one, compare with fewer "
+        "score quick: 75 jobs, 0 finished, 75 to run: about 12 min on 2 workers (from measured costs of jobs like "
+        "these)\nscore quick: that is more than the 5 minutes of a first look; for one, compare with fewer "
         "methods: --against reinforce (30 jobs to run, about 5.0 min). Finished jobs are kept: the full comparison "
         "later runs only the rest")
     cached = {j.id for r, p in recipes[1:] for j in jobs(battery, r, p)}  # the built-ins done: 2.5 min
     assert first_look(costs.plan(all_jobs, cached, 2, store), cached, battery, recipes, store, 2) == (
-        "score quick: 75 jobs, 60 finished, 15 to run: about 2.5 min on 2 workers (from the measured costs of jobs "
-        "of the same kind)")
+        "score quick: 75 jobs, 60 finished, 15 to run: about 2.5 min on 2 workers (from measured costs of jobs like "
+        "these)")
 
 
 def test_a_new_users_first_quick_score_is_measured_and_offers_the_faster_path(tmp_path):
