@@ -221,6 +221,17 @@ class ResultsStore:
         """'missing', 'corrupt', 'stale' (made by other code) or 'ok'; reads and verifies the file."""
         return self._load(job_id)[1]
 
+    def quick_state(self, job_id: str) -> str:
+        """``state`` from the file's schema alone, without reading and verifying its data: for
+        estimates (a corrupt file whose schema reads counts as 'ok'; ``state`` is the verdict)."""
+        if not self.exists(job_id):
+            return "missing"
+        try:
+            code = self.code(job_id)
+        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
+            return "corrupt"
+        return "ok" if code and same_code(code) else "stale"
+
     def read(self, job_id: str) -> pd.DataFrame:
         """The verified frame of ``job_id`` (stale results are returned: the sweep decides on them)."""
         table, state = self._load(job_id)

@@ -107,3 +107,15 @@ def test_a_new_users_first_quick_score_is_measured_and_offers_the_faster_path(tm
                          r"methods: --against ([\w,]+) \((\d+) jobs to run, about ([\d.]+) min\)\. Finished jobs are "
                          r"kept: the full comparison later runs only the rest", offer)
     assert match and float(match[3]) <= 5.0, offer
+
+
+def test_finished_jobs_are_judged_from_the_schema_alone(tmp_path, monkeypatch):
+    store = ResultsStore(tmp_path)
+    done, other, missing = tick(5), tick(6), tick(7)
+    run_sweep([done, other], store, workers=1, progress=False)
+    store.write(other.id, store.read(other.id), store.metadata(other.id), code={"version": "0.0.1", "source": "x"})
+    assert [store.quick_state(j.id) for j in (done, other, missing)] == ["ok", "stale", "missing"]
+    assert [store.state(j.id) for j in (done, other, missing)] == ["ok", "stale", "missing"]
+    assert costs.finished_ids([done, other, missing], store) == {done.id}
+    monkeypatch.setenv("SANDBOX_ACCEPT_STALE_CODE", "1")
+    assert costs.finished_ids([done, other, missing], store) == {done.id, other.id}
