@@ -48,8 +48,8 @@ import pandas as pd
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import band, plt, save_figure, use_style
-from simulations import fidelity_from_env, results
 from sandbox.analysis.stability import seed_mean
+from simulations import fidelity_from_env, results
 from simulations.sequences import FIDELITY, budget_note, curves, final
 
 fidelity = fidelity_from_env()

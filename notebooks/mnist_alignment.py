@@ -29,8 +29,8 @@
 import pandas as pd
 
 from sandbox.analysis.claims import ClaimBook
-from sandbox.analysis.stability import seed_mean
 from sandbox.analysis.plotting import band, color, plt, use_style
+from sandbox.analysis.stability import seed_mean
 from simulations import fidelity_from_env, results
 from simulations.mnist import data_note, save
 

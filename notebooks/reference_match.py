@@ -40,13 +40,18 @@
 # steps, the window 10…320. Paper: every configuration, both methods, as above.
 
 # %%
-import numpy as np
 import pandas as pd
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import color, plt, save_figure, use_style
 from simulations import fidelity_from_env, results
-from simulations.reference import BAND, MATCH_REWARD, all_reference_curves, mean_reward, steps_to_reward
+from simulations.reference import (
+    BAND,
+    MATCH_REWARD,
+    all_reference_curves,
+    mean_reward,
+    steps_to_reward,
+)
 from simulations.sequences import FIDELITY
 
 fidelity = fidelity_from_env()

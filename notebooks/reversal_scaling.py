@@ -40,7 +40,15 @@ import pandas as pd
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import color, plt, save_figure, use_style
 from simulations import fidelity_from_env, results
-from simulations.sequences import FIDELITY, budget_note, cumulative, curves, final, log_slopes, steps_to_error
+from simulations.sequences import (
+    FIDELITY,
+    budget_note,
+    cumulative,
+    curves,
+    final,
+    log_slopes,
+    steps_to_error,
+)
 
 fidelity = fidelity_from_env()
 f = FIDELITY[fidelity]

@@ -1,8 +1,9 @@
 """``CLAIMS.md``: every figure's claims at one fidelity, with how and when each figure was made.
 
 Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. It is rebuilt from
-what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``), so a
-run resumed after an interruption, or one that redraws a single figure, still lists them all.
+what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``, checked
+by their checksums: a damaged one is named in one warning and its figure's row says to rerun it), so
+a run resumed after an interruption, or one that redraws a single figure, still lists them all.
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
 ``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
@@ -16,11 +17,15 @@ fail unless the code is wrong, so it is never evidence. Each figure's row links 
 
 from __future__ import annotations
 
-import json
+import logging
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sandbox.analysis.claims import load_claims
+from sandbox.analysis.store import read_record
+from sandbox.reproduce_costs import record_paths
+
+log = logging.getLogger(__name__)
 
 
 def _cell(text) -> str:
@@ -49,16 +54,20 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md)."""
     results_dir = Path(results_dir)
     published, causes = published or {}, causes or {}
-    suffix = f".seed{base_seed}" if base_seed else ""
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
     for figure in figures:
-        record_path = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
-        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-        claims = load_claims(results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json")
+        claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
+        record, state, why = read_record(record_path)
+        claims = load_claims(claims_path)
         data = Path(data_dir) / f"{figure.name}.parquet" if data_dir else None
         link = f"[data](data/{figure.name}.parquet)" if data is not None and data.is_file() else ""
-        if not record:
+        if state == "corrupt":
+            log.warning("ignoring the damaged notebook record %s (%s)", record_path, why)
+            rows.append(f"| `{figure.name}` | its record was damaged: run `sandbox reproduce {figure.name} "
+                        f"--fidelity {fidelity}` again | | | | | |")
+            continue
+        if not (record and isinstance(record, dict)):
             rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | | |")
             continue
         seconds = record.get("job_seconds", {})  # job id → compute seconds

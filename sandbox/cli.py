@@ -8,7 +8,6 @@ quietly.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -16,8 +15,17 @@ import textwrap
 from pathlib import Path
 
 from sandbox.advantages import ADVANTAGES
-from sandbox.cli_score import add_score_parser, parse_value
+from sandbox.cli_args import (
+    config_from_args,
+    int_at_least,
+    load_plugin,
+    lock_timeout_option,
+    writable_dir,
+    writable_file,
+)
+from sandbox.cli_score import add_score_parser
 from sandbox.controllers import CONTROLLERS
+from sandbox.core.plugins import load_env_plugins
 from sandbox.estimators import ESTIMATORS
 
 EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
@@ -75,99 +83,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- checked arguments
-def int_at_least(low: int):
-    """An argparse type: an integer ≥ ``low`` (argparse names the option in its message)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {value}")
-        return value
-
-    return parse
-
-
-def writable_file(path: str, option: str) -> Path:
-    """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
-    target = Path(path)
-    folder = target.parent.resolve()
-    if target.is_dir():
-        raise ValueError(f"{option} {path}: is a folder; give a file name (e.g. {target / 'run.parquet'})")
-    if not folder.is_dir():
-        raise ValueError(f"{option} {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"{option} {path}: folder {folder} is not writable")
-    return target
-
-
-def writable_dir(path: str, option: str) -> Path:
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{option} {path}: exists and is not a folder")
-    existing = next(p for p in (folder.resolve(), *folder.resolve().parents) if p.exists())
-    if not os.access(existing, os.W_OK):
-        raise ValueError(f"{option} {path}: {existing} is not writable")
-    return folder
-
-
-def load_plugin(module: str) -> None:
-    """Import a user module by dotted name or by path to a ``.py`` file (``import_plugins``, the
-    same path every worker and notebook kernel takes: ``$SANDBOX_PLUGINS`` lists it for them); any
-    failure is one line."""
-    from sandbox.runtime.pool import PLUGINS_ENV, import_plugins, plugins_from_env
-
-    try:
-        import_plugins([module])
-    except ModuleNotFoundError as err:
-        raise ValueError(f"--plugin {module!r} failed to load: ModuleNotFoundError: {err}") from None
-    except SyntaxError as err:
-        raise ValueError(f"--plugin {module!r}: SyntaxError in {err.filename}, line {err.lineno}: {err.msg}") from None
-    except ValueError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
-        raise ValueError(f"--{err}") from None
-    except Exception as err:  # a plugin is user code: name its error, no traceback
-        raise ValueError(f"--plugin {module!r} failed to load: {type(err).__name__}: {err}") from None
-    spec = str(Path(module).resolve()) if module.endswith(".py") else module
-    os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
-
-
-
-def read_config_file(path: str) -> dict:
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"--config {path}: no such file (expected a JSON object of RunConfig fields)")
-    try:
-        data = json.loads(file.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--config {path}: expected a JSON object of RunConfig fields, got {type(data).__name__}")
-    return data
-
-
-def config_from_args(args: argparse.Namespace):
-    """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
-    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible)."""
-    from sandbox.runtime.config import RunConfig
-
-    data = read_config_file(args.config) if args.config else {}
-    for item in args.set or []:
-        if "=" not in item:
-            raise ValueError(f"--set expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        target = data
-        *parents, leaf = key.split(".")
-        for parent in parents:
-            target = target.setdefault(parent, {})
-            if not isinstance(target, dict):
-                raise ValueError(f"--set {item}: {parent} is not a dict field")
-        target[leaf] = parse_value(value)
-    return RunConfig.from_dict(data)
-
-
 # ----------------------------------------------------------------------------- commands
 def cmd_run(args: argparse.Namespace) -> int:
     """Train one run; print its main metric's stability and its final metrics; store it."""
@@ -209,15 +124,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.analysis.store import ResultsStore
     from sandbox.reproduce import figures as figure_registry
-    from sandbox.runtime.sweep import run_sweep
+    from sandbox.runtime.costs import announce, finished_ids, plan
+    from sandbox.runtime.sweep import run_sweep, unique_jobs
 
     figures = figure_registry().select(args.names)
     store = ResultsStore(writable_dir(args.results, "--results"))
+    jobs = {figure.name: figure.jobs(args.fidelity) for figure in figures}
+    everything = unique_jobs([j for js in jobs.values() for j in js])
     started, failed = _with_ray(args), 0
     try:
+        announce(plan(everything, finished_ids(everything, store), args.workers, store).line(f"sweep {args.fidelity}"))
         for figure in figures:
-            report = run_sweep(figure.jobs(args.fidelity), store, backend=args.backend, workers=args.workers,
-                               ray_address=args.ray_address, desc=figure.name)
+            report = run_sweep(jobs[figure.name], store, backend=args.backend, workers=args.workers,
+                               ray_address=args.ray_address, desc=figure.name, announce=False)
             jobs = f"{report.total} job{'s' if report.total != 1 else ''}"
             print(f"{figure.name}: {jobs}, {report.skipped} already done, {report.computed} computed, "
                   f"{len(report.failed)} failed")
@@ -313,6 +232,7 @@ def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--ray-address", default=None, help="Ray cluster address, with --backend ray (default: a local Ray)")
     q.add_argument("--accept-stale-code", action="store_true",
                    help="keep stored results made by another version of the sandbox/ source (default: recompute them)")
+    lock_timeout_option(q)
 
 
 RESUME = "finished results are kept in {results}/; rerun the same command to resume"
@@ -349,15 +269,21 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+PLUGIN_HELP = "import MODULE (a module or .py file) first, so the estimators it registers are available; repeatable"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sandbox", description="Policy-gradient estimators under distributed-RL frictions.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="import MODULE first (repeatable), so the estimators it registers are available")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
                 add_bench_parser):
         add(sub)
+    for name, command in sub.choices.items():  # `sandbox list --plugin F` as well as `sandbox --plugin F list`
+        if name != "score":  # score's own --plugin registers the estimator it scores
+            command.add_argument("--plugin", dest="sub_plugins", action="append", default=[], metavar="MODULE",
+                                 help=PLUGIN_HELP)
     return parser
 
 
@@ -371,10 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        for module in args.plugin:
+        load_env_plugins()
+        for module in [*args.plugin, *getattr(args, "sub_plugins", [])]:
             load_plugin(module)
         if getattr(args, "accept_stale_code", False):  # read by every run_sweep, notebooks' included
             os.environ["SANDBOX_ACCEPT_STALE_CODE"] = "1"
+        if getattr(args, "lock_timeout", None) is not None:  # the same
+            os.environ["SANDBOX_LOCK_TIMEOUT"] = str(args.lock_timeout)
         return int(args.func(args) or 0)
     except ValueError as err:  # bad input: one line, no traceback
         print(f"sandbox: error: {' '.join(str(err).split())}", file=sys.stderr)

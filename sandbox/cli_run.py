@@ -85,8 +85,10 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
     started = False
     if async_config is not None:
         from sandbox.runtime.processes import start_ray
-        from sandbox.runtime.ray_async import train_async
+        from sandbox.runtime.ray_async import check_async, train_async
 
+        for config in configs:
+            check_async(config)  # before Ray starts
         started = start_ray(async_config.address, max(2, async_config.n_workers + 1), progress=progress)
     frames, run_ids, paths = [], [], []
     try:

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-
-def parse_value(text: str):
-    """A ``--set key=value`` value: JSON when it parses (numbers, lists, objects), else the string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+from sandbox.cli_args import lock_timeout_option, set_value, writable_dir
 
 
 def add_score_parser(sub) -> None:
@@ -37,12 +29,14 @@ def add_score_parser(sub) -> None:
     p.add_argument("--results", default=None, help="results folder (default: $SANDBOX_RESULTS or results)")
     p.add_argument("--list-batteries", action="store_true", help="print every battery's cells and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    lock_timeout_option(p)
     p.set_defaults(func=cmd_score)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     """Run (or reuse) the battery's jobs, write scorecard.png|md|json and print the summary table."""
     from sandbox.scoring import battery_names, load_battery, score
+    from sandbox.scoring.runner import import_plugin
 
     if args.list_batteries:
         for name in battery_names():
@@ -51,14 +45,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not args.name:
         raise ValueError("score needs NAME (an estimator or recipe), or --list-batteries")
     settings = {}
+    for plugin in args.score_plugins:  # the estimator's fields decide how --set values parse
+        import_plugin(plugin)
+    owner = _estimator_class(args.name)
     for item in args.score_settings:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        settings[key] = parse_value(value)
-    out = Path(args.out or f"scorecards/{args.name}-{args.battery}")
+        settings[key] = set_value(owner, key, value)
+    out = writable_dir(args.out if args.out is not None else f"scorecards/{args.name}-{args.battery}", "--out")
+    results = writable_dir(args.results, "--results") if args.results is not None else None
     frame = score(args.name, plugin=args.score_plugins, settings=settings, battery=args.battery,
-                  against=args.against, seeds=args.seeds, backend=args.backend, out=out, results=args.results,
+                  against=args.against, seeds=args.seeds, backend=args.backend, out=out, results=results,
                   workers=args.workers, progress=not args.quiet, ray_address=args.ray_address)
     jobs = frame.attrs["jobs"]
     table = next(b for b in (out / "scorecard.md").read_text().split("\n\n") if b.startswith("| method"))
@@ -67,4 +65,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_score_parser", "cmd_score", "parse_value"]
+def _estimator_class(name: str):
+    """The estimator class NAME (a registered estimator, or a recipe's), None if unknown."""
+    from sandbox.estimators import ESTIMATORS
+    from sandbox.scoring.recipes import RECIPES
+
+    name = RECIPES[name]["estimator"] if name in RECIPES else name
+    return ESTIMATORS.get(name) if name in ESTIMATORS else None
+
+
+__all__ = ["add_score_parser", "cmd_score"]

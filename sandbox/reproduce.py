@@ -37,11 +37,13 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sandbox.analysis import figure_data
-from sandbox.analysis.claim_table import format_claims
+from sandbox.analysis.claim_table import format_claims, read_claims
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.analysis.provenance import git_commit
-from sandbox.analysis.store import ResultsStore
+from sandbox.analysis.store import ResultsStore, read_record, write_record
 from sandbox.claims_file import write_claims_file
+from sandbox.reproduce_costs import figures_plan, record_paths
+from sandbox.runtime.costs import announce
 from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
 log = logging.getLogger(__name__)
@@ -240,10 +242,17 @@ def notebook_code(registry) -> list[Path]:
 
 def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> list[Path] | None:
     """The figure files of a previous execution with the same key, if they are all still there and
-    its claims all held (a figure whose claims failed is recorded, for CLAIMS.md, but not reused)."""
-    if not (record.is_file() and claims_path.is_file()):
+    its claims all held (a figure whose claims failed is recorded, for CLAIMS.md, but not reused).
+    Its record and claims must be intact and made by this code (``read_record``): a damaged one
+    is named in one warning and the notebook executed again."""
+    saved, state, why = read_record(record)
+    _, claims_state, claims_why = read_claims(claims_path)
+    for path, state_of, damage in ((record, state, why), (claims_path, claims_state, claims_why)):
+        if state_of == "corrupt":
+            log.warning("%s is damaged (%s): executing its notebook again", path, damage)
+            return None
+    if state != "ok" or claims_state != "ok":  # not run yet, or by other code
         return None
-    saved = json.loads(record.read_text())
     if saved.get("claims_failed"):  # executed again, so that the run reports the failure every time
         return None
     files = [figures_dir / name for name in saved.get("files", [])]
@@ -286,23 +295,24 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
     all_jobs = {f.name: offset_seeds(f.jobs(fidelity), base_seed) for f in chosen}
-    committed = _restore_committed(chosen, all_jobs, store, figures_dir / "data") \
+    committed = figure_data.restore_figures(chosen, all_jobs, store, figures_dir / "data") \
         if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed else set()
+    if progress:
+        announce(figures_plan(all_jobs, store, results_dir, fidelity, base_seed, workers, rerun))
     if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
         run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
                   progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures",
-                  accept_stale_code=committed or None)
+                  accept_stale_code=committed or None, announce=False)
     outcomes = []
     for figure in chosen:
         start = time.perf_counter()
         outcome = FigureOutcome(figure.name)
-        suffix = f".seed{base_seed}" if base_seed else ""
-        claims_path = results_dir / "claims" / f"{figure.name}.{fidelity}{suffix}.json"
-        record = results_dir / "notebooks" / f"{figure.name}.{fidelity}{suffix}.json"
+        claims_path, record = record_paths(results_dir, figure.name, fidelity, base_seed)
         try:
             jobs = all_jobs[figure.name]
             report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
-                               ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None)
+                               ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None,
+                               announce=False)
             if not report.ok:
                 raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
@@ -324,20 +334,19 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                         raise
                     claims_failed = err
                 written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
-                record.parent.mkdir(parents=True, exist_ok=True)
-                record.write_text(json.dumps({
+                write_record(record, {
                     "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
                     "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
                     "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
                     "note": figure_note(claims_path), "commit": git_commit(),
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                    "claims_failed": claims_failed is not None}))
+                    "claims_failed": claims_failed is not None})
                 if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
                     figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
                 if claims_failed is not None:
                     raise claims_failed
             outcome.cached = cached is not None
-            outcome.record = json.loads(record.read_text())
+            outcome.record = read_record(record)[0]
         except Exception as err:  # report and go on to the next figure
             outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
             log.error("figure %s failed: %s", figure.name, err)
@@ -354,23 +363,6 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
     return outcomes
-
-
-def _restore_committed(figures, all_jobs: dict, store: ResultsStore, data_dir: Path) -> set[str]:
-    """Restore into ``store`` the committed per-seed data of ``figures`` (``data_dir/NAME.parquet``)
-    that it lacks; return the ids of every job those files hold — the committed evidence, kept even
-    where other code made it (CLAIMS.md names the commit that did)."""
-    held: set[str] = set()
-    for figure in figures:
-        path = data_dir / f"{figure.name}.parquet"
-        if not path.is_file():
-            continue
-        ids = [j.id for j in all_jobs[figure.name]]
-        restored = figure_data.restore(path, store, ids)
-        if restored:
-            log.warning("%s: %d result(s) restored from %s (no job reruns for them)", figure.name, len(restored), path)
-        held |= figure_data.jobs_in(path) & set(ids)
-    return held
 
 
 def reproduce_command(fidelity: str, workers: int | None, base_seed: int) -> str:

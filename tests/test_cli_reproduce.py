@@ -3,7 +3,6 @@ address reaches the sweep, and Ctrl-C stops everything at once."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import pandas as pd
 import pytest
 
 import sandbox.reproduce as rep
-from sandbox.analysis.store import ResultsStore
+from sandbox.analysis.store import ResultsStore, read_record, write_record
 from sandbox.runtime.sweep import Job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,11 +87,11 @@ def test_a_missing_figure_file_means_executing_again(tmp_path, monkeypatch):
     rep.reproduce(["gate"], workers=1, progress=False, **dirs)  # records the (fake) execution
     assert len(executed) == 1
     record = tmp_path / "r" / "notebooks" / "gate.quick.json"
-    key = json.loads(record.read_text())["key"]
+    key = read_record(record)[0]["key"]
 
     def recorded_with_figure() -> None:  # as if the last execution had written gate.png and its claims
-        record.write_text(json.dumps({"key": key, "files": ["gate.png"]}))
-        claims.write_text("[]")
+        write_record(record, {"key": key, "files": ["gate.png"]})
+        write_record(claims, [])
 
     recorded_with_figure()
     rep.reproduce(["gate"], workers=1, progress=False, **dirs)

@@ -15,9 +15,9 @@ from sandbox.diagnostics import cosine
 
 
 def _terms(log_rho, T=1):
-    logp = torch.zeros(*log_rho.shape, T, dtype=torch.float64)
+    logp = torch.full((*log_rho.shape, T), -30.0, dtype=torch.float64)  # log π ≤ 0, and so is log μ = log π − log ρ
     mu = logp.clone()
-    mu[..., 0] = -log_rho
+    mu[..., 0] = logp[..., 0] - log_rho
     return PGTerms(logp=logp, advantages=torch.zeros(log_rho.shape, dtype=torch.float64), behavior_logp=mu)
 
 

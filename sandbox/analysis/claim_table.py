@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
+from sandbox.analysis.store import read_record
 from sandbox.core.validation import check_range
+
+log = logging.getLogger(__name__)
 
 KINDS = ("evidence", "sanity")
 
@@ -56,11 +58,26 @@ class Claim:
         return "CHECK" if self.kind == "sanity" else "PASS"
 
 
+def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:
+    """The claims a ``ClaimBook`` wrote to ``path``, the file's state and why (``read_record``):
+    none when it is missing or corrupt (unreadable, truncated, edited); a file whose entries are not
+    claims counts as corrupt."""
+    data, state, why = read_record(path)
+    if state in ("missing", "corrupt"):
+        return [], state, why
+    try:
+        return [Claim(**c) for c in data], state, why
+    except (TypeError, ValueError) as err:
+        return [], "corrupt", f"not a list of claims: {err}"
+
+
 def load_claims(path: str | os.PathLike) -> list[Claim]:
-    p = Path(path)
-    if not p.is_file():
-        return []
-    return [Claim(**c) for c in json.loads(p.read_text())]
+    """``read_claims``'s claims (those of other code too); a damaged file is named in one warning
+    and gives none."""
+    claims, state, why = read_claims(path)
+    if state == "corrupt":
+        log.warning("ignoring the damaged claims file %s (%s)", path, why)
+    return claims
 
 
 #: column caps of the claim table; the statement takes what is left of ``width``

@@ -2,7 +2,9 @@
 
 A notebook records every claim its figure shows (``book.less(...)``, ``book.greater(...)``,
 ``book.close(...)``), then calls ``book.check()``, which raises if any failed. Each claim is also
-appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns into its table.
+appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns into its table; the
+file carries the code that wrote it and a checksum (``sandbox.analysis.store.write_record``), so a
+truncated or edited one is detected, never shown.
 
 Two kinds: ``"evidence"`` (a claim about learning, which could have come out otherwise) and
 ``"sanity"`` (an identity, true by construction: on-policy ESS = 1, a gate's symmetry, a controller
@@ -25,7 +27,6 @@ with ``worse="low"`` (a reward) the lowest; without ``worse`` it counts *against
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from pathlib import Path
@@ -35,6 +36,7 @@ import numpy as np
 from sandbox.analysis.claim_table import KINDS, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
+from sandbox.analysis.store import write_record
 from sandbox.core.validation import check_choice, check_range
 
 WORSE = (None, "high", "low")
@@ -79,8 +81,7 @@ class ClaimBook:
         self.path = Path(path) if path is not None else (Path(env) if env else None)
         self.claims: list[Claim] = []
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("[]")
+            write_record(self.path, [])
 
     # ------------------------------------------------------------------ recording
     def record(self, claim: Claim) -> Claim:
@@ -89,7 +90,7 @@ class ClaimBook:
             raise ValueError(f"a claim needs a name and a statement, got {claim.name!r} and {claim.statement!r}")
         self.claims.append(claim)
         if self.path is not None:
-            self.path.write_text(json.dumps([dataclasses.asdict(c) for c in self.claims], indent=1))
+            write_record(self.path, [dataclasses.asdict(c) for c in self.claims])
         return claim
 
     def holds(self, name: str, statement: str, interval: Interval, passed: bool, detail: str = "",

@@ -14,6 +14,7 @@ claims are computed from, and CLAIMS.md names the commit that made them).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ import pyarrow.parquet as pq
 
 from sandbox.analysis.store import ResultsStore
 from sandbox.runtime.sweep import Job, unique_jobs
+
+log = logging.getLogger(__name__)
 
 _KEY = b"sandbox_figure_data"
 
@@ -72,3 +75,20 @@ def restore(path: str | os.PathLike, store: ResultsStore, job_ids: Sequence[str]
 
 
 __all__ = ["export", "jobs_in", "restore"]
+
+
+def restore_figures(figures, all_jobs: dict, store: ResultsStore, data_dir: Path) -> set[str]:
+    """Restore into ``store`` the committed per-seed data of ``figures`` (``data_dir/NAME.parquet``)
+    that it lacks; return the ids of every job those files hold — the committed evidence, kept even
+    where other code made it (CLAIMS.md names the commit that did)."""
+    held: set[str] = set()
+    for figure in figures:
+        path = data_dir / f"{figure.name}.parquet"
+        if not path.is_file():
+            continue
+        ids = [j.id for j in all_jobs[figure.name]]
+        restored = restore(path, store, ids)
+        if restored:
+            log.warning("%s: %d result(s) restored from %s (no job reruns for them)", figure.name, len(restored), path)
+        held |= jobs_in(path) & set(ids)
+    return held

@@ -7,7 +7,12 @@ or written before results carried provenance) or 'ok'. Writes go to a temporary 
 host and pid, mode 0644 under the umask), are fsynced and renamed into place (``os.replace`` is
 atomic on POSIX): a killed writer leaves a complete file or a temporary one, which
 ``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file (O_EXCL, owner
-host/pid/start time); a lock whose owner is dead is stale and taken over.
+host/pid/start time); a lock whose owner is dead is stale and taken over, with a warning (another
+host's owner cannot be checked: ``run_sweep`` waits for it, up to its ``lock_timeout``).
+
+The small JSON files derived from results (a figure's claims, its notebook's execution record)
+are kept the same way by ``write_record`` / ``read_record``: written atomically with the code that
+made them and a checksum, and read back as 'missing', 'corrupt', 'stale' or 'ok'.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -29,6 +36,8 @@ import pyarrow.parquet as pq
 from sandbox.core.numerics import NUMERICS
 from sandbox.runtime.processes import HOST, process_alive, start_time
 
+log = logging.getLogger(__name__)
+
 DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
 _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
@@ -36,7 +45,8 @@ _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 #: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
 #: scorecard's front end and report): no training job imports them (tests/reliability/test_store.py
 #: runs every kind of job and checks), so editing them leaves the numbers, and stored results, valid
-PRESENTATION = ("cli.py", "cli_run.py", "cli_score.py", "reproduce.py", "claims_file.py",
+PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "reproduce.py", "reproduce_costs.py",
+                "claims_file.py",
                 "analysis/claims.py", "analysis/plotting.py", "analysis/stats.py", "analysis/provenance.py",
                 "analysis/exact_tests.py", "analysis/figure_data.py",
                 "scoring/__init__.py", "scoring/api.py", "scoring/statistics.py", "scoring/report.py",
@@ -111,6 +121,65 @@ def _digest(table: pa.Table) -> str:
     return digest.hexdigest()
 
 
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write ``path`` through ``write(file)``: into a temporary file beside it (named by host and
+    pid, mode 0644 under the umask), fsynced, renamed into place, the folder fsynced."""
+    tmp = path.parent / f".{path.stem}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    try:  # so that the rename survives a power cut (POSIX; a no-op elsewhere)
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return path
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return path
+
+
+def _record_sum(data, code: dict) -> str:
+    return hashlib.sha256(json.dumps({"data": data, "code": code}, sort_keys=True).encode()).hexdigest()
+
+
+def write_record(path: str | os.PathLike, data, code: dict | None = None) -> Path:
+    """Atomically write ``data`` (JSON) as ``{"data", "code", "checksum"}``: ``code`` (default: this
+    process's ``job_code()``) and a sha256 over both, as a job result carries them."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    code = code or job_code()
+    text = json.dumps({"data": data, "code": code, "checksum": _record_sum(data, code)}, indent=1)
+    return atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def read_record(path: str | os.PathLike) -> tuple[object, str, str]:
+    """A ``write_record`` file's data, its state and why: 'missing'; 'corrupt' (unreadable, or its
+    checksum does not match: truncated or edited; data None); 'stale' (made by other code, or
+    written before records carried a checksum: the data as found) or 'ok'."""
+    path = Path(path)
+    if not path.is_file():
+        return None, "missing", "no such file"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        return None, "corrupt", f"unreadable: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    if not (isinstance(saved, dict) and {"data", "code", "checksum"} <= set(saved)):
+        return saved, "stale", "written before records carried a checksum"
+    if saved["checksum"] != _record_sum(saved["data"], saved["code"]):
+        return None, "corrupt", "checksum mismatch: truncated or edited"
+    if not same_code(saved["code"]):
+        return saved["data"], "stale", f"made by other code ({saved['code'].get('version')}, {saved['code'].get('source')})"
+    return saved["data"], "ok", ""
+
+
 class ResultsStore:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_ROOT
@@ -133,30 +202,7 @@ class ResultsStore:
         meta[_CODE] = json.dumps(code or job_code(), sort_keys=True).encode()
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
-        tmp = self.root / f".{job_id}~{HOST}~{os.getpid()}~{uuid.uuid4().hex[:8]}.tmp"
-        try:
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
-                pq.write_table(table, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path(job_id))
-        finally:
-            tmp.unlink(missing_ok=True)
-        self._sync_dir()
-        return self.path(job_id)
-
-    def _sync_dir(self) -> None:
-        """fsync the folder so that a rename survives a power cut (POSIX; a no-op elsewhere)."""
-        try:
-            fd = os.open(self.root, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        return atomic_write(self.path(job_id), lambda f: pq.write_table(table, f))
 
     def _load(self, job_id: str) -> tuple[pa.Table | None, str]:
         """The table and its state (without reading a missing or unreadable file twice)."""
@@ -177,6 +223,17 @@ class ResultsStore:
     def state(self, job_id: str) -> str:
         """'missing', 'corrupt', 'stale' (made by other code) or 'ok'; reads and verifies the file."""
         return self._load(job_id)[1]
+
+    def quick_state(self, job_id: str) -> str:
+        """``state`` from the file's schema alone, without reading and verifying its data: for
+        estimates (a corrupt file whose schema reads counts as 'ok'; ``state`` is the verdict)."""
+        if not self.exists(job_id):
+            return "missing"
+        try:
+            code = self.code(job_id)
+        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
+            return "corrupt"
+        return "ok" if code and same_code(code) else "stale"
 
     def read(self, job_id: str) -> pd.DataFrame:
         """The verified frame of ``job_id`` (stale results are returned: the sweep decides on them)."""
@@ -248,8 +305,20 @@ class ResultsStore:
                 owner = None  # a half-written lock: its owner died between create and write
                 if lock.stat().st_mtime > time.time() - 5:
                     return False
+            log.warning("taking over the stale lock %s: %s", lock,
+                        "its owner died while writing it" if owner is None else
+                        f"its owner, pid {json.loads(owner)['pid']} on this host, is no longer running")
             self._take_over(lock, owner)
         return False
+
+    def lock_owner(self, job_id: str) -> dict | None:
+        """Who holds the job's lock: {'host', 'pid', 'start', 'since' (the lock's mtime, epoch
+        seconds)}, or None when it is free or unreadable."""
+        lock = self.lock_path(job_id)
+        try:
+            return {**json.loads(lock.read_text()), "since": lock.stat().st_mtime}
+        except (OSError, ValueError, TypeError):
+            return None
 
     @staticmethod
     def _take_over(lock: Path, owner: str | None) -> None:

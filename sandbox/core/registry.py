@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
+from sandbox.core.plugins import PLUGINS_ENV, load_env_plugins, plugins_from_env
+
 T = TypeVar("T")
 
 
@@ -49,8 +51,14 @@ class Registry(Generic[T]):
         return decorator
 
     def get(self, name: str) -> type[T]:
+        """The class registered as ``name``; a name not registered yet is looked for in the plugins
+        of ``$SANDBOX_PLUGINS`` (imported then) before it is refused."""
+        if name not in self._entries and plugins_from_env():
+            load_env_plugins()
         if name not in self._entries:
-            raise ValueError(f"unknown {self.kind} {name!r}; known: {sorted(self._entries)}")
+            raise ValueError(f"unknown {self.kind} {name!r}; known: {sorted(self._entries)} (a plugin's "
+                             f"{self.kind} is known once its module is imported: import it, or list its file "
+                             f"in ${PLUGINS_ENV})")
         return self._entries[name]
 
     def make(self, name: str, **kwargs: Any) -> T:

@@ -15,6 +15,9 @@ from torch import Tensor
 
 from sandbox.core.validation import check_shape, check_tensor
 
+#: how far above 0 a log-probability may round (a fused kernel's chunked log-sum-exp)
+LOGP_TOLERANCE = 1e-4
+
 
 @dataclass(frozen=True)
 class PGTerms:
@@ -67,6 +70,13 @@ class PGTerms:
                     "mask has no valid (True) token for at least one population member; "
                     "every batch needs at least one valid token"
                 )
+        for name in ("logp", "behavior_logp", "proximal_logp", "target_logp"):
+            value = getattr(self, name)
+            if value is not None:
+                highest = float((value.detach() if self.mask is None else value.detach()[self.mask]).max())
+                if highest > LOGP_TOLERANCE:
+                    raise ValueError(f"{name} must hold log-probabilities (≤ 0) at valid tokens, got a value of "
+                                     f"{highest:.4g}: pass log π, not π or logits")
         if self.group is not None:
             check_tensor("group", self.group, dtype="int")
             if tuple(self.group.shape) not in (shape[:-1], shape[-2:-1]):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -143,6 +145,26 @@ def check_choice(name: str, value: object, options: Iterable[object]) -> None:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "str": (str,), "tuple": (tuple, list), "dict": (dict,)}
 
 
+def field_kind(f: dataclasses.Field) -> tuple[str, bool]:
+    """A dataclass field's annotation as (base type name, optional): ``str | None`` → ('str', True);
+    '' for unions of several types."""
+    annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    parts = {part.strip() for part in annotation.split("|")}
+    optional, rest = "None" in parts, parts - {"None"}
+    return (rest.pop() if len(rest) == 1 else ""), optional
+
+
+def check_writable_dir(path: str | os.PathLike, name: str) -> Path:
+    """Require ``path`` to be a folder, or one that can be made, where this process may write."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{name} {path}: exists and is not a folder")
+    existing = next(p for p in (folder.resolve(), *folder.resolve().parents) if p.exists())
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"{name} {path}: {existing} is not writable")
+    return folder
+
+
 def check_field_types(cls: type, kwargs: dict[str, object]) -> None:
     """Require each keyword of the dataclass ``cls`` annotated ``bool``, ``str``, ``tuple`` or
     ``dict`` (or ``… | None``) to have that type: ``stochastic="no"`` would otherwise be truthy.
@@ -150,11 +172,39 @@ def check_field_types(cls: type, kwargs: dict[str, object]) -> None:
     for f in dataclasses.fields(cls):
         if f.name not in kwargs:
             continue
-        annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-        parts = {part.strip() for part in annotation.split("|")}
-        optional, rest = "None" in parts, parts - {"None"}
-        base = rest.pop() if len(rest) == 1 else ""
+        base, optional = field_kind(f)
         value = kwargs[f.name]
         if base in _FIELD_TYPES and not (isinstance(value, _FIELD_TYPES[base]) or (optional and value is None)):
             kind = base + (" or None" if optional else "")
             raise ValueError(f"{f.name} must be a {kind}, got {type(value).__name__} {short_repr(value)}")
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the physical memory, or a lower cgroup limit (0 when
+    unknown)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit)) if total else int(limit)
+    except OSError:
+        pass
+    return total
+
+
+def check_memory(what: str, need: int, detail: str) -> None:
+    """Refuse, before anything is allocated, a size that cannot fit: ``what`` (the arguments at
+    fault) would need ``need`` bytes (``detail``: what they are), more than ``machine_memory()``."""
+    total = machine_memory()
+    if total and need > total:
+        raise ValueError(f"{what} would need about {gib(need)} of memory ({detail}), more than this "
+                         f"machine's {gib(total)}; use smaller sizes")
+
+
+def gib(n: float) -> str:
+    """Bytes in GiB for messages: '0.0373 GiB', '23.5 GiB', '2,980 GiB'."""
+    x = n / 2**30
+    return f"{x:,.0f} GiB" if x >= 100 else f"{x:.3g} GiB"

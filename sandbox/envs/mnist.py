@@ -86,6 +86,15 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SANDBOX_DATA") or Path.home() / ".cache" / "sandbox") / "mnist"
 
 
+def check_data_dirs(dirs: Sequence[str | os.PathLike]) -> None:
+    """A folder given as ``data_dir`` must exist: it would otherwise be passed over silently and the
+    images read from somewhere else."""
+    for d in dirs:
+        if not Path(d).is_dir():
+            raise ValueError(f"data_dir {str(d)!r} is not a folder; give the folder that holds the MNIST IDX "
+                             "files, or leave data_dir unset to search $SANDBOX_MNIST_DIR, shared/data/mnist and the cache")
+
+
 def search_dirs(data_dir: str | os.PathLike | Sequence[str | os.PathLike] | None = None) -> list[Path]:
     """Folders searched in order: ``data_dir`` (one or several), ``$SANDBOX_MNIST_DIR``
     (``os.pathsep``-separated), ``shared/data/mnist`` beside the repository or beside any folder
@@ -279,6 +288,8 @@ def mnist_data(split: str = "test10k", train_size: int = 8000, data_dir=None,
     a fixed permutation of the 10k test set gives ``train_size`` training images, the rest evaluate."""
     check_choice("split", split, SPLITS)
     check_int("train_size", train_size, low=1, high=9999)
+    if data_dir is not None:
+        check_data_dirs([data_dir] if isinstance(data_dir, (str, os.PathLike)) else data_dir)
     dirs = tuple(str(d) for d in search_dirs(data_dir))  # the cache key follows the environment
     return _cached_split(split, int(train_size), dirs, bool(download_missing))
 

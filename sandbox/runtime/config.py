@@ -144,6 +144,7 @@ class RunConfig:
         from sandbox.frictions import FRICTIONS, DelaySchedule
         from sandbox.runtime.optim import PopulationOptimizer
         from sandbox.tasks import TASKS, load_tasks
+        from sandbox.tasks.base import check_task_memory
 
         if self.task not in TASKS:
             load_tasks()
@@ -152,14 +153,19 @@ class RunConfig:
         components += [(f"{name}[{i}]", registry, entry, f"{name}[{i}] {entry}", kwargs)
                        for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS))
                        for i, (entry, kwargs) in enumerate(getattr(self, name))]
+        built = {}
         for where, registry, entry, where_kwargs, kwargs in components:
             cls = _build(where, registry.get, entry)
             _build(where_kwargs, check_field_types, cls, kwargs)
-            _build(where_kwargs, registry.make, entry, **kwargs)
+            built[where] = _build(where_kwargs, registry.make, entry, **kwargs)
         known = {f.name for f in dataclasses.fields(DelaySchedule)}
         if set(self.staleness) - known:
             raise ValueError(f"staleness: unknown field(s) {sorted(set(self.staleness) - known)}; valid: {sorted(known)}")
-        _build("staleness", DelaySchedule, **self.staleness)
+        schedule = _build("staleness", DelaySchedule, **self.staleness)
+        stale = min(schedule.max_delay, self.steps)  # snapshots of parameters or rollouts the run keeps
+        why = f"staleness D={schedule.max_delay} (history={self.history!r} keeps {stale} stale copies)" if stale else ""
+        _build("task_kwargs", check_task_memory, built["task"], stale * (self.history == "params"),
+               stale * (self.history == "rollouts"), why)
         PopulationOptimizer(self.optimizer, lr=self.lr)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Local worker processes for sweeps, and the plugins every worker imports.
+"""Local worker processes for sweeps; every worker imports the plugins (``sandbox.core.plugins``).
 
 ``LocalPool`` keeps up to ``size`` spawned processes, each running one task at a time, so it
 always knows which task a worker was running when it died (an OOM kill takes one task, not the
@@ -9,57 +9,17 @@ watchdog thread polling ``os.getppid()`` elsewhere), so a killed driver leaves n
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import multiprocessing as mp
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as wait_any
-from pathlib import Path
 from typing import Any
 
+from sandbox.core.plugins import PLUGINS_ENV, import_plugins, plugins_from_env
 from sandbox.runtime.processes import die_with_parent
-
-PLUGINS_ENV = "SANDBOX_PLUGINS"  # os.pathsep-separated modules or .py files, imported by every worker
-
-
-def plugins_from_env() -> list[str]:
-    return [p for p in os.environ.get(PLUGINS_ENV, "").split(os.pathsep) if p]
-
-
-def import_plugins(specs: Sequence[str]) -> None:
-    """Import user modules (dotted names or paths to ``.py`` files) that register estimators,
-    tasks or figures; a module imported before is not imported again. A ``.py`` file's folder goes
-    on ``sys.path`` so that job functions in it resolve as ``"stem:function"``."""
-    if isinstance(specs, str):
-        raise ValueError(f"plugins must be a list of modules or .py paths, got the string {specs!r}")
-    for spec in specs:
-        path = Path(spec)
-        if path.suffix == ".py":
-            if not path.is_file():
-                raise ValueError(f"plugin file {spec!r} does not exist")
-            if path.stem in sys.modules:
-                continue
-            folder = str(path.resolve().parent)
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
-            module_spec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[path.stem] = module
-            try:
-                module_spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[path.stem]
-                raise
-            continue
-        try:
-            importlib.import_module(spec)
-        except ModuleNotFoundError as err:
-            raise ValueError(f"plugin module {spec!r} cannot be imported: {err}") from err
 
 
 def _worker_main(conn, parent: int, fn: Callable, plugins: Sequence[str]) -> None:
@@ -175,3 +135,6 @@ class LocalPool:
                 w.process.join()
             w.conn.close()
         self._workers = []
+
+
+__all__ = ["PLUGINS_ENV", "LocalPool", "describe_exit", "import_plugins", "plugins_from_env"]

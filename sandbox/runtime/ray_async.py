@@ -167,6 +167,15 @@ def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
                      f"or the same with more steps (checkpoint: steps={saved.steps})")
 
 
+def check_async(config: RunConfig) -> None:
+    """A run the Ray runtime can take (checked before Ray starts): its staleness is real, so the
+    config must not simulate one."""
+    if config.staleness:
+        raise ValueError(f"staleness {config.staleness} is simulated, but with the Ray runtime (--async-workers) "
+                         "staleness is real: leave RunConfig.staleness empty and set AsyncConfig.max_staleness "
+                         "(--max-staleness)")
+
+
 class AsyncRunner:
     """Drives an ``ActorLearner`` with rollouts from Ray workers."""
 
@@ -175,9 +184,7 @@ class AsyncRunner:
 
         self.ray = ray
         self.config, self.acfg = config, async_config
-        if config.staleness:
-            raise ValueError("with the Ray runtime staleness is real: leave RunConfig.staleness empty and set "
-                             "AsyncConfig.max_staleness")
+        check_async(config)
         path = async_config.checkpoint_path
         self.learner = _Learner(config)
         if resume and path and Path(path).is_file():

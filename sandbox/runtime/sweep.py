@@ -18,9 +18,8 @@ import json
 import logging
 import os
 import time
-import traceback
 from collections import Counter, deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +27,13 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from sandbox.analysis.store import ResultsStore, code_version, job_code
+from sandbox.analysis.store import ResultsStore, code_version
 from sandbox.core.validation import check_choice
+from sandbox.runtime import costs
+from sandbox.runtime.backends import InProcess, LocalProcesses, RayTasks
 from sandbox.runtime.config import RunConfig, _freeze
-from sandbox.runtime.pool import LocalPool, import_plugins, plugins_from_env
+from sandbox.runtime.pool import import_plugins, plugins_from_env
+from sandbox.runtime.processes import HOST
 
 log = logging.getLogger(__name__)
 
@@ -127,111 +129,6 @@ def intra_op_threads(n: int):
         torch.set_num_threads(previous)
 
 
-def _execute(job: Job, root: str) -> str | None:
-    """Run one job and write its result (atomically) from this process; the error, if any."""
-    try:
-        start = time.perf_counter()
-        frame = job.run()
-        ResultsStore(root).write(job.id, frame, {**job.metadata, "seconds": round(time.perf_counter() - start, 3)})
-        return None
-    except Exception:  # one failing job must not stop the sweep
-        return traceback.format_exc()
-
-
-def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, float]:
-    import_plugins(plugins)
-    start = time.perf_counter()
-    try:
-        frame = job.run()
-        return frame, job_code(), None, time.perf_counter() - start
-    except Exception:
-        return None, job_code(), traceback.format_exc(), time.perf_counter() - start
-
-
-class _InProcess:
-    """workers=1: jobs run here, one after the other."""
-
-    def __init__(self, store: ResultsStore) -> None:
-        self.root, self.done = str(store.root), []
-
-    @property
-    def free(self) -> bool:
-        return not self.done
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.done)
-
-    def submit(self, job: Job) -> None:
-        self.done.append((job, True, _execute(job, self.root)))
-
-    def wait(self, timeout: float | None) -> list:
-        done, self.done = self.done, []
-        return done
-
-    def close(self, now: bool = False) -> None:
-        pass
-
-
-class _Pool(LocalPool):
-    def __init__(self, store: ResultsStore, workers: int, plugins: list[str]) -> None:
-        super().__init__(workers, _execute, plugins)
-        self.root = str(store.root)
-
-    def submit(self, job: Job) -> None:
-        super().submit(job, job, self.root)
-
-
-class _Ray:
-    """Each job is a Ray task (retried once by Ray if its worker dies); results come back to the
-    driver, which writes them (the cluster's nodes need not share a file system)."""
-
-    def __init__(self, store: ResultsStore, workers: int, address: str | None, plugins: list[str]) -> None:
-        import ray
-
-        from sandbox.runtime.processes import start_ray
-
-        self.ray, self.store, self.workers, self.plugins = ray, store, workers, plugins
-        self.started = start_ray(address, num_cpus=workers)
-        self.remote = ray.remote(max_retries=1)(_ray_task)
-        self.refs: dict = {}
-
-    @property
-    def free(self) -> bool:
-        return len(self.refs) < self.workers
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.refs)
-
-    def submit(self, job: Job) -> None:
-        self.refs[self.remote.options(num_cpus=job.threads).remote(job, self.plugins)] = job
-
-    def wait(self, timeout: float | None) -> list:
-        if not self.refs:
-            return []
-        ready, _ = self.ray.wait(list(self.refs), num_returns=1, timeout=timeout)
-        events = []
-        for ref in ready:
-            job = self.refs.pop(ref)
-            try:
-                frame, code, error, seconds = self.ray.get(ref)
-                if error is None:
-                    self.store.write(job.id, frame, {**job.metadata, "seconds": round(seconds, 3)}, code)
-            except Exception:  # the task's worker died twice, or the write failed
-                error = traceback.format_exc()
-            events.append((job, True, error))
-        return events
-
-    def close(self, now: bool = False) -> None:
-        for ref in self.refs:
-            self.ray.cancel(ref, force=True)
-        if self.started:
-            from sandbox.runtime.processes import stop_ray
-
-            stop_ray()
-
-
 def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
     seen: dict[str, Job] = {}
     for job in jobs:
@@ -244,7 +141,8 @@ def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
 def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
               progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
               plugins: Sequence[str] | None = None, accept_stale_code: bool | Collection[str] | None = None,
-              poll_seconds: float = 0.2) -> SweepReport:
+              poll_seconds: float = 0.2, lock_timeout: float | None = None,
+              announce: bool | Callable[[costs.Plan, set[str]], str] = True) -> SweepReport:
     """Run every job whose verified result is not in ``store`` yet.
 
     Stored results that are corrupt, or were made by other code (another package version or
@@ -252,8 +150,13 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     ``$SANDBOX_ACCEPT_STALE_CODE`` = 1, which ``sandbox sweep|reproduce --accept-stale-code`` sets), a
     collection of job ids keeps those (results restored from committed data). ``plugins``
     (default ``$SANDBOX_PLUGINS``) are imported here and in every worker. A job that another live
-    sweep has claimed is waited for (polling every ``poll_seconds``). Ctrl-C stops every worker at
-    once, keeps every finished result and raises ``KeyboardInterrupt``.
+    sweep on this host has claimed is waited for (polling every ``poll_seconds``); one claimed from
+    another host, whose process cannot be checked, for ``lock_timeout`` seconds (default
+    ``$SANDBOX_LOCK_TIMEOUT`` or 600, which ``--lock-timeout`` sets), with a warning, then recorded as
+    failed with what to do. Ctrl-C stops every worker at once, keeps every finished result and
+    raises ``KeyboardInterrupt``. With ``progress`` and ``announce``, a line first says how many jobs
+    there are, how many are finished and roughly how long the rest take (``sandbox.runtime.costs``);
+    a callable ``announce(plan, finished_ids)`` says it instead.
     """
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
@@ -262,6 +165,9 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
         raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
     if not poll_seconds > 0:
         raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
+    lock_timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
+    if not (isinstance(lock_timeout, (int, float)) and 0 <= lock_timeout < float("inf")):
+        raise ValueError(f"lock_timeout must be a number of seconds ≥ 0, got {lock_timeout!r}")
     jobs = unique_jobs(jobs)
     if accept_stale_code is None:
         accept_stale_code = os.environ.get("SANDBOX_ACCEPT_STALE_CODE", "") == "1"
@@ -285,18 +191,22 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
             report.recomputed[job.id] = state
         todo.append(job)
     _log_verdicts(report, store)
+    if progress and announce and todo:
+        finished = {j.id for j in jobs} - {j.id for j in todo}
+        plan = costs.plan(jobs, finished, workers, store)
+        costs.announce(announce(plan, finished) if callable(announce) else plan.line(desc))
     if not todo:
         return report
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     if backend == "ray":
-        runner = _Ray(store, workers, ray_address, plugins)
+        runner = RayTasks(store, workers, ray_address, plugins)
     else:
-        runner = _InProcess(store) if workers == 1 else _Pool(store, workers, plugins)
+        runner = InProcess(store) if workers == 1 else LocalProcesses(store, workers, plugins)
     bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="job")
     mine: set[str] = set()
     interrupted = False
     try:
-        _drive(todo, store, runner, report, bar, mine, poll_seconds)
+        _drive(todo, store, runner, report, bar, mine, poll_seconds, lock_timeout)
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -326,19 +236,54 @@ def _log_verdicts(report: SweepReport, store: ResultsStore) -> None:
         log.warning("%d stored result(s) are corrupt; recomputing them: %s", len(corrupt), ", ".join(corrupt))
 
 
+def lock_timeout_from_env() -> float:
+    """``$SANDBOX_LOCK_TIMEOUT`` (seconds to wait for a job another host holds), default 600."""
+    text = os.environ.get("SANDBOX_LOCK_TIMEOUT", "600")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"SANDBOX_LOCK_TIMEOUT must be a number of seconds ≥ 0, got {text!r}")
+    return value
+
+
+def _held_elsewhere(job: Job, store: ResultsStore, since: dict[str, float], lock_timeout: float) -> str | None:
+    """Say (once) that another process holds ``job``; for another host's lock, after ``lock_timeout``
+    seconds of waiting, the failure to record: what to do."""
+    first = job.id not in since
+    waited = time.monotonic() - since.setdefault(job.id, time.monotonic())
+    owner, lock = store.lock_owner(job.id) or {}, store.lock_path(job.id)
+    if owner.get("host", HOST) == HOST:
+        if first:
+            log.info("job %s is claimed by another live process (%s); waiting for it", job.id, lock)
+        return None
+    who = f"pid {owner.get('pid')} on host {owner['host']}"
+    if first:
+        log.warning("job %s is claimed by %s (lock %s, taken %s); waiting up to %g s for it "
+                    "(--lock-timeout)", job.id, who, lock,
+                    time.strftime("%Y-%m-%d %H:%M", time.localtime(owner.get("since", 0))), lock_timeout)
+    if waited < lock_timeout:
+        return None
+    return (f"still claimed by {who} after {waited:.0f} s: if that host is gone, remove the lock file {lock} "
+            f"and rerun; if it is still computing, rerun later or wait longer with --lock-timeout")
+
+
 def _drive(todo: list[Job], store: ResultsStore, runner, report: SweepReport, bar, mine: set[str],
-           poll_seconds: float) -> None:
+           poll_seconds: float, lock_timeout: float) -> None:
     """Claim, submit and collect until every job is finished here, finished elsewhere or failed."""
-    queue, waiting, attempts, announced = deque(todo), [], Counter(), set()
+    queue, waiting, attempts, since = deque(todo), [], Counter(), {}
     while queue or waiting or runner.busy:
         while queue and runner.free:
             job = queue.popleft()
             if not store.claim(job.id):
-                if job.id not in announced:
-                    log.info("job %s is claimed by another live process (%s); waiting for it", job.id,
-                             store.lock_path(job.id))
-                    announced.add(job.id)
-                waiting.append(job)  # another live sweep computes it
+                gave_up = _held_elsewhere(job, store, since, lock_timeout)
+                if gave_up is None:
+                    waiting.append(job)  # another live sweep computes it
+                    continue
+                report.failed[job.id] = gave_up
+                log.error("job %s %s", job.id, gave_up)
+                bar.update(1)
                 continue
             state = store.state(job.id)
             if state == "ok":

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sandbox.core.validation import check_writable_dir
 from sandbox.runtime.sweep import BACKENDS
 from sandbox.scoring.battery import Battery, build, load_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe, recipe_names
@@ -20,6 +21,9 @@ def _names(name: str, value) -> list[str]:
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [i.strip() for i in items if i.strip()]
     valid = recipe_names()
+    if not items:
+        raise ValueError(f"{name} names no method; give recipes or estimators, comma-separated (to score one "
+                         f"alone, name it: --{name} NAME); valid: {', '.join(valid)}")
     unknown = [i for i in items if i not in valid]
     if unknown:
         raise ValueError(f"{name} must name recipes or estimators; unknown: {unknown}; valid: {', '.join(valid)}")
@@ -47,6 +51,10 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    if out is not None:  # before any compute: a report that cannot be written is known now
+        if not str(out).strip():
+            raise ValueError("out is empty; give a folder for the report (an empty one would write into the current folder)")
+        check_writable_dir(out, "out")
     plugins = tuple([plugin] if isinstance(plugin, str) else plugin or ())
     for p in plugins:
         if Path(p).suffix == ".py" and not Path(p).is_file():

@@ -149,6 +149,8 @@ def build(data: dict, lookup=None) -> Battery:
         if key not in data:
             raise ValueError(f"battery data needs {key!r}; got keys {sorted(data)}")
     definition = resolve(data, lookup)
+    if not definition["cells"]:
+        raise ValueError(f"battery {data['name']!r}: cells is empty; a battery needs at least one cell")
     envs = definition.get("envs", {})
     cells, names = [], set()
     for raw in definition["cells"]:

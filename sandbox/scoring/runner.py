@@ -22,6 +22,7 @@ import pandas as pd
 from sandbox.analysis.store import DEFAULT_ROOT, ResultsStore
 from sandbox.analysis.store import code_version as store_code_version
 from sandbox.core.numerics import NUMERICS
+from sandbox.runtime import costs
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.pool import import_plugins
 from sandbox.runtime.sweep import Job, SweepReport, intra_op_threads, run_sweep
@@ -148,10 +149,15 @@ def run_battery(battery: Battery, recipes: list[tuple[Recipe, tuple[str, ...]]],
                 ray_address: str | None = None) -> tuple[pd.DataFrame, SweepReport]:
     """Run (or reuse) every (recipe, cell) job and return the tidy frame (one row per method ×
     cell × seed) with the sweep report. Failed jobs raise one ``ValueError`` after all the others
-    finished and were stored."""
+    finished and were stored. Before it starts, a line says what it will cost; beyond
+    ``FIRST_LOOK_SECONDS`` a second line offers a smaller comparison that fits (``first_look``)."""
     all_jobs = [j for recipe, plugins in recipes for j in jobs(battery, recipe, plugins)]
+
+    def announce(plan: costs.Plan, finished: set[str]) -> str:
+        return first_look(plan, finished, battery, recipes, store, workers)
+
     report = run_sweep(all_jobs, store, backend=backend, workers=workers, progress=progress,
-                       ray_address=ray_address, desc=f"score {battery.name}")
+                       ray_address=ray_address, desc=f"score {battery.name}", announce=announce)
     if report.failed:
         labels = {j.id: j.label for j in all_jobs}
         job_id, error = next(iter(report.failed.items()))
@@ -159,3 +165,33 @@ def run_battery(battery: Battery, recipes: list[tuple[Recipe, tuple[str, ...]]],
         raise ValueError(f"{len(report.failed)} of {report.total} job(s) failed; e.g. {labels[job_id]}: {last}")
     frame = store.read_many([j.id for j in all_jobs])
     return frame, report
+
+
+#: a new user's first score of one estimator should take at most this long (issue 26)
+FIRST_LOOK_SECONDS = 300
+
+
+def first_look(plan: costs.Plan, finished: set[str], battery: Battery,
+               recipes: list[tuple[Recipe, tuple[str, ...]]], store: ResultsStore, workers: int | None) -> str:
+    """The plan's line; when it takes longer than ``FIRST_LOOK_SECONDS`` (the built-ins are not
+    cached yet), a second line with the largest ``--against`` subset, in the given order, that fits."""
+    line = plan.line(f"score {battery.name}")
+    if plan.seconds <= FIRST_LOOK_SECONDS or plan.unmeasured == plan.to_run:
+        return line
+    scored, baselines = recipes[0], recipes[1:]
+
+    def planned(chosen) -> costs.Plan:
+        chosen_jobs = list({j.id: j for r, p in [scored, *chosen] for j in jobs(battery, r, p)}.values())
+        return costs.plan(chosen_jobs, finished, workers, store)
+
+    subset: list = []
+    for baseline in baselines:
+        if planned([*subset, baseline]).seconds > FIRST_LOOK_SECONDS:
+            break
+        subset.append(baseline)
+    subset = subset or baselines[:1]  # the smallest comparison there is
+    smaller = planned(subset)
+    against = ",".join(r.name for r, _ in subset)
+    return (f"{line}\nscore {battery.name}: that is more than the {FIRST_LOOK_SECONDS // 60} minutes of a first "
+            f"look; for one, compare with fewer methods: --against {against} ({smaller.to_run} jobs to run, about "
+            f"{costs.duration(smaller.seconds)}). Finished jobs are kept: the full comparison later runs only the rest")

@@ -58,6 +58,13 @@ class Bandit(CategoricalTask):
     def torch_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)
 
+    def memory(self) -> tuple[int, int]:
+        """The logit table [S, N, K]; a step's [S, rows, K] logits, probabilities, rewards and
+        gradients (every context in exact mode)."""
+        rows = self.N if self.mode == "exact" else self.batch_size * self.samples_per_context
+        size = self.torch_dtype.itemsize
+        return self.population * self.N * self.K * size, 8 * self.population * rows * self.K * size
+
     # ------------------------------------------------------------------ environment
     def init_params(self, generator):
         self._labels = torch.randint(0, self.K, (self.population, self.N), generator=generator)

@@ -12,6 +12,7 @@ parameters and builds ``PGTerms``. A task only says *what* its environment and p
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.terms import EstimatorOutput
+from sandbox.core.validation import check_memory, gib
 from sandbox.frictions.base import FrictionContext, FrictionStack
 
 TASKS: Registry[Task] = Registry("task")
@@ -48,10 +50,34 @@ def load_tasks() -> None:
 
 
 def make_task(name: str, **kwargs) -> Task:
-    """``make_task("bandit", K=100, batch_size=100, population=10)``."""
+    """``make_task("bandit", K=100, batch_size=100, population=10)``; sizes that cannot fit in
+    memory are refused here, before anything is allocated (``check_task_memory``)."""
     if name not in TASKS:
         load_tasks()
-    return TASKS.make(name, **kwargs)
+    task = TASKS.make(name, **kwargs)
+    check_task_memory(task)
+    return task
+
+
+#: copies of the parameters a step holds: the values, their gradients, Adam's two moments, the actor's
+PARAMETER_COPIES = 5
+
+
+def check_task_memory(task: Task, param_snapshots: int = 0, batch_snapshots: int = 0, why: str = "") -> None:
+    """Refuse a task whose sizes cannot fit in this machine's memory, naming its sizes that differ
+    from the defaults and the estimate (``Task.memory``); ``param_snapshots``/``batch_snapshots``:
+    stale copies a run keeps besides (``why`` says which setting keeps them)."""
+    params, batch = task.memory()
+    need = params * (PARAMETER_COPIES + param_snapshots) + batch * (1 + batch_snapshots)
+    if not need:
+        return
+    given = [f"{f.name}={getattr(task, f.name)}" for f in dataclasses.fields(task)
+             if isinstance(getattr(task, f.name), int) and f.default is not dataclasses.MISSING
+             and getattr(task, f.name) != f.default]
+    what = f"task {task.name!r}" + (f" with {', '.join(given)}" if given else "") + (f" and {why}" if why else "")
+    check_memory(what, need, f"parameters {gib(params)} × {PARAMETER_COPIES + param_snapshots} copies (values, "
+                             f"gradients, Adam's moments, actor{', stale snapshots' if param_snapshots else ''}), "
+                             f"a step's batch {gib(batch)}" + (f" × {1 + batch_snapshots}" if batch_snapshots else ""))
 
 
 @dataclass
@@ -103,6 +129,11 @@ class Task(ABC):
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions
+
+    def memory(self) -> tuple[int, int]:
+        """Rough bytes of the whole population's parameters and of one step's batch (the actor's
+        and the learner's activations), from the sizes alone; (0, 0) where the task cannot say."""
+        return 0, 0
 
     @property
     def enumerates(self) -> bool:

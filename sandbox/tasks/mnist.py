@@ -12,7 +12,7 @@ from torch import Tensor
 from sandbox.advantages import make_advantage
 from sandbox.core.validation import check_choice, check_int
 from sandbox.diagnostics import cosine
-from sandbox.envs.mnist import SPLITS, MNISTData, mnist_data
+from sandbox.envs.mnist import SPLITS, MNISTData, check_data_dirs, mnist_data
 from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.mlp import MLP
@@ -65,6 +65,8 @@ class MNIST(CategoricalTask):
         check_choice("behavior", self.behavior, BEHAVIOR)
         check_choice("split", self.split, SPLITS)
         check_int("train_size", self.train_size, low=1, high=9999)
+        if self.data_dir is not None:
+            check_data_dirs([self.data_dir])
         self._probes = [make_estimator(name) for name in self.probes]
         self._probe_advantage = make_advantage(self.probe_advantage)
         self.n_actions = 10
@@ -85,6 +87,12 @@ class MNIST(CategoricalTask):
         return self.data.eval_y[: self.eval_x.shape[0]]
 
     # ------------------------------------------------------------------ environment
+    def memory(self) -> tuple[int, int]:
+        """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the
+        actor's and the learner's passes and their gradients)."""
+        rows = self.batch_size * self.samples_per_context * (10 if self.mode == "exact" else 1)
+        return 4 * self.population * self.policy.n_params, 16 * self.population * rows * (784 + self.hidden + 10)
+
     def init_params(self, generator):
         _ = self.data  # read the images (or report them missing) before the first step, not during it
         return self.policy.init(self.population, generator)

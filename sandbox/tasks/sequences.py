@@ -142,6 +142,16 @@ class SequenceTask(Task):
     def batch_size(self) -> int:
         return self.prompts_per_step * self.samples_per_prompt
 
+    def memory(self) -> tuple[int, int]:
+        """The transformers [S, n_params]; the larger of a learner step's activations kept for the
+        backward pass (residual, attention, MLP and attention scores per token and layer, logits)
+        and an evaluation batch's largest layer (no gradient)."""
+        size, T = self.torch_dtype.itemsize, self.prompt_len + self.answer_len
+        layer = 4 * self.width + self.mlp + self.heads * T
+        learner = self.batch_size * (self.layers * 2 * layer + 2 * self.vocab)
+        evaluation = self.eval_prompts * self.eval_samples * (layer + self.vocab)
+        return self.population * self.model.n_params() * size, self.population * T * max(learner, evaluation) * size
+
     # ------------------------------------------------------------------ environment
     def training_prompts(self, n: int, generator: torch.Generator) -> Tensor:
         """Training prompts: from the finite pool (if any), all zeros with probability ``p_easy``."""

@@ -63,7 +63,7 @@ def test_claims_pass_and_fail(tmp_path):
     assert book.close("close", "≈", [1.0, 1.0 + 1e-10], 1.0, tol=1e-9).passed
     assert not book.exact("exact", "false", 3.0, False).passed
     saved = load_claims(path)
-    assert [c.name for c in saved] == [c.name for c in book.claims] and len(json.loads(path.read_text())) == 7
+    assert [c.name for c in saved] == [c.name for c in book.claims] and len(json.loads(path.read_text())["data"]) == 7
     table = format_claims(saved)
     assert "FAIL" in table and "PASS" in table
     with pytest.raises(AssertionError, match="3 claim\\(s\\) failed"):

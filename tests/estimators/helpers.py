@@ -55,7 +55,7 @@ def make_toy(
         lengths = torch.randint(1, T + 1, (*pop, B), generator=g)
         mask = torch.arange(T) < lengths.unsqueeze(-1)
     logp = torch.log_softmax(logits.detach(), -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    behavior = logp + off_policy * torch.randn(*pop, B, T, generator=g, dtype=dtype)
+    behavior = (logp + off_policy * torch.randn(*pop, B, T, generator=g, dtype=dtype)).clamp(max=0.0)  # log μ ≤ 0
     return Toy(logits, actions, advantages, mask, behavior)
 
 

@@ -222,7 +222,7 @@ def test_two_sided_clipping_is_ppo_dual_clip(seed, delta):
 def test_sat_is_pointwise_pessimistic_and_ppo_at_full_quantile(seed, q, h):
     """Every SAT token loss is ≥ PPO's (no dual clip); with quantile 1 no token is contracted."""
     toy = make_toy(shape=(6, 3), seed=seed, off_policy=0.8)
-    terms = toy.terms(proximal_logp=toy.logp().detach() + 0.3)
+    terms = toy.terms(proximal_logp=toy.logp().detach() - 0.3)  # a log-probability: ≤ 0
     sat = make_estimator("sat", quantile=q, bandwidth=h).token_loss(terms).values
     ppo = make_estimator("ppo", dual_clip=None).token_loss(terms).values
     assert bool((sat >= ppo - 1e-12).all())

@@ -85,7 +85,7 @@ def test_vespo_weight_is_one_on_policy_and_peaks_at_k_over_lambda():
     est = make_estimator("vespo", k_pos=2.0, lambda_pos=3.0)
     log_w = torch.linspace(-3, 2, 201, dtype=F64)
     logp = torch.zeros(201, 1, dtype=F64)
-    terms = PGTerms(logp=logp - 1.0, advantages=torch.ones(201, dtype=F64), behavior_logp=(logp - 1.0) - log_w[:, None])
+    terms = PGTerms(logp=logp - 4.0, advantages=torch.ones(201, dtype=F64), behavior_logp=(logp - 4.0) - log_w[:, None])
     phi = est.weight(terms)[:, 0]
     assert phi[torch.argmin(log_w.abs())].item() == pytest.approx(1.0)  # φ(1) = 1
     peak = math.exp(3.0) * (2 / 3) ** 2 * math.exp(-2.0)  # φ(k/λ)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 
-def tick(x: int, seconds: float = 0.0, log: str = "") -> pd.DataFrame:
-    """Sleep, then note ``x`` in ``log`` (one line per computation) and return it."""
+def tick(x: int, seconds: float = 0.0, log: str = "", seed: int = 0) -> pd.DataFrame:
+    """Sleep, then note ``x`` in ``log`` (one line per computation) and return it (``seed``: only a
+    name, as a job's seed is to the cost estimates)."""
     if log:
         Path(f"{log}.started.{x}").touch()
     time.sleep(seconds)

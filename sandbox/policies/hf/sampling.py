@@ -7,6 +7,7 @@ sampled from.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -68,7 +69,7 @@ def sample_completions(
     generator: torch.Generator,
     chain: SamplingChain = IDENTITY,
 ) -> Completions:
-    """Autoregressive sampling with the KV cache (``past_key_values``) from left-padded prompts.
+    """Autoregressive sampling with the KV cache (``cache_keyword``) from left-padded prompts.
 
     Per step: the last position's logits (in fp32) go through the actor's ``chain``
     (``sandbox.core.sampling``: temperature, friction hooks, ε) and a ~ p by inverse CDF on one
@@ -81,6 +82,7 @@ def sample_completions(
     attention = prompt_mask.long()
     out = model(input_ids=prompt_ids, attention_mask=attention, position_ids=positions(attention),
                 use_cache=True, logits_to_keep=1)
+    cache = cache_keyword(model)
     next_position = positions(attention)[:, -1:] + 1
     stat = torch.promote_types(out.logits.dtype, torch.float32)  # fp32 (fp64 for an fp64 model)
     tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=device)
@@ -97,9 +99,15 @@ def sample_completions(
             break
         attention = torch.cat([attention, attention.new_ones(B, 1)], -1)
         out = model(input_ids=tokens[:, t : t + 1], attention_mask=attention, position_ids=next_position,
-                    past_key_values=out.past_key_values, use_cache=True)
+                    **{cache: getattr(out, cache)}, use_cache=True)
         next_position = next_position + 1
     return Completions(tokens=tokens, logp=logp, mask=token_mask(tokens, eos_id))
+
+
+def cache_keyword(model) -> str:
+    """The KV cache's name in the model's forward and output: ``cache`` from transformers 5.2x on,
+    ``past_key_values`` before (passing the old name now warns at every decoding step)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 __all__ = ["Completions", "check_prompts", "positions", "sample_completions", "sample_rows", "token_mask"]

@@ -1,0 +1,179 @@
+"""The command line's checked arguments: argparse types, paths checked before any work, plugins,
+``--config``/``--set`` into a RunConfig. Each failure is one ``ValueError`` (or argparse) line that
+names the option and what is valid."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+
+def int_at_least(low: int):
+    """An argparse type: an integer ≥ ``low`` (argparse names the option in its message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {value}")
+        return value
+
+    return parse
+
+
+def writable_file(path: str, option: str) -> Path:
+    """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
+    check_path_given(path, option)
+    target = Path(path)
+    folder = target.parent.resolve()
+    if target.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name (e.g. {target / 'run.parquet'})")
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{option} {path}: folder {folder} is not writable")
+    return target
+
+
+def writable_dir(path: str, option: str) -> Path:
+    """Check, before any work, that the folder ``path`` is (or can be made) writable."""
+    from sandbox.core.validation import check_writable_dir
+
+    check_path_given(path, option)
+    return check_writable_dir(path, option)
+
+
+def check_path_given(path: str, option: str) -> None:
+    """An empty path would mean the current folder: refuse it rather than write there."""
+    if not str(path).strip():
+        raise ValueError(f"{option} is empty; give a path (an empty one would write into the current folder)")
+
+
+def load_plugin(module: str) -> None:
+    """Import a user module by dotted name or by path to a ``.py`` file (``import_plugins``, the
+    same path every worker and notebook kernel takes: ``$SANDBOX_PLUGINS`` lists it for them); any
+    failure is one line naming ``--plugin``."""
+    from sandbox.core.plugins import PLUGINS_ENV, PluginError, import_plugins, plugins_from_env
+
+    try:
+        import_plugins([module])
+    except PluginError as err:  # "plugin module … cannot be imported", "plugin file … does not exist"
+        raise ValueError(f"--{err}") from None
+    except SyntaxError as err:
+        raise ValueError(f"--plugin {module!r}: SyntaxError in {err.filename}, line {err.lineno}: {err.msg}") from None
+    except Exception as err:  # a plugin is user code: name its error, no traceback
+        raise ValueError(f"--plugin {module!r} failed to load: {type(err).__name__}: {err}") from None
+    spec = str(Path(module).resolve()) if module.endswith(".py") else module
+    os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
+
+
+def parse_value(text: str):
+    """A ``--set key=value`` value: JSON when it parses (numbers, lists, objects), else the string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def read_config_file(path: str) -> dict:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--config {path}: no such file (expected a JSON object of RunConfig fields)")
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of RunConfig fields, got {type(data).__name__}")
+    return data
+
+
+def config_from_args(args: argparse.Namespace):
+    """A RunConfig from ``--config FILE.json`` and ``--set key=value`` overrides (dotted keys
+    reach into dict fields, e.g. ``task_kwargs.K=10``; values are parsed as JSON when possible, but a
+    field that holds a string takes the text as it is: ``--set label=123`` is the label '123')."""
+    from sandbox.runtime.config import RunConfig
+
+    data = read_config_file(args.config) if args.config else {}
+    given = []
+    for item in args.set or []:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        target = data
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--set {item}: {parent} is not a dict field")
+        target[leaf] = parse_value(value)
+        given.append((parents, leaf, value, target))
+    for parents, leaf, value, target in given:  # once every --set is in: the task, estimator … are known
+        target[leaf] = set_value(_owner(parents, data), leaf, value)
+    return RunConfig.from_dict(data)
+
+
+def _owner(parents: list[str], data: dict):
+    """The dataclass whose field ``--set parents….leaf`` sets (None where unknown)."""
+    from sandbox.runtime.config import RunConfig
+
+    if not parents:
+        return RunConfig
+    if len(parents) > 1:
+        return None
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    registries = _registries()
+    field_of = {"task_kwargs": "task", "estimator_kwargs": "estimator", "advantage_kwargs": "advantage"}
+    if parents[0] == "staleness":
+        from sandbox.frictions import DelaySchedule
+
+        return DelaySchedule
+    name = field_of.get(parents[0])
+    entry = data.get(name, defaults.get(name)) if name else None
+    registry = registries.get(name)
+    return registry.get(entry) if registry is not None and isinstance(entry, str) and entry in registry else None
+
+
+def _registries() -> dict:
+    from sandbox.advantages import ADVANTAGES
+    from sandbox.estimators import ESTIMATORS
+    from sandbox.tasks import TASKS, load_tasks
+
+    load_tasks()
+    return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}
+
+
+def set_value(cls, name: str, text: str):
+    """The value of ``--set name=text`` for a field of the dataclass ``cls`` (None: unknown): the
+    text itself for a field that holds text (annotated ``str`` or ``str | None``; ``null`` is None
+    for the latter), else ``parse_value``."""
+    from sandbox.core.validation import field_kind
+
+    f = next((f for f in dataclasses.fields(cls) if f.name == name), None) if cls is not None else None
+    kind, optional = field_kind(f) if f is not None else ("", False)
+    if kind == "str" and not (optional and text.strip() == "null"):
+        return text
+    return parse_value(text)
+
+
+def lock_timeout_option(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--lock-timeout", type=seconds_at_least_0, default=None, metavar="SECONDS",
+                   help="how long to wait for a job that a process on another host has claimed before "
+                        "giving up on it (default: $SANDBOX_LOCK_TIMEOUT or 600)")
+
+
+def seconds_at_least_0(text: str) -> float:
+    """An argparse type: a finite number of seconds ≥ 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds ≥ 0, got {text!r}")
+    return value
+

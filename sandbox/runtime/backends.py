@@ -1,0 +1,135 @@
+"""Where a sweep's jobs run: in this process (one worker), on local worker processes, or as Ray
+tasks. Each backend has ``free``, ``busy``, ``submit(job)``, ``wait(timeout)`` → [(job, alive,
+error)] and ``close(now)``; a local job writes its own result, a Ray task's result is written by the
+driver (the cluster's nodes need not share a file system). Every result records the job's wall and
+CPU seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from sandbox.analysis.store import ResultsStore, job_code
+from sandbox.runtime.pool import LocalPool, import_plugins
+
+if TYPE_CHECKING:
+    from sandbox.runtime.sweep import Job
+
+
+def _timed(job: Job) -> tuple[pd.DataFrame, dict]:
+    """Run ``job``; its frame and its cost: wall ``seconds``, this process's ``cpu_seconds`` and
+    ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
+    ``sandbox.runtime.costs`` estimates the next sweeps' time from."""
+    start, cpu = time.perf_counter(), time.process_time()
+    frame = job.run()
+    cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
+    ray = sys.modules.get("ray")
+    return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost
+
+
+def _execute(job: Job, root: str) -> str | None:
+    """Run one job and write its result (atomically) from this process; the error, if any."""
+    try:
+        frame, cost = _timed(job)
+        ResultsStore(root).write(job.id, frame, {**job.metadata, **cost})
+        return None
+    except Exception:  # one failing job must not stop the sweep
+        return traceback.format_exc()
+
+
+def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, dict]:
+    import_plugins(plugins)
+    try:
+        frame, cost = _timed(job)
+        return frame, job_code(), None, cost
+    except Exception:
+        return None, job_code(), traceback.format_exc(), {}
+
+
+class InProcess:
+    """workers=1: jobs run here, one after the other."""
+
+    def __init__(self, store: ResultsStore) -> None:
+        self.root, self.done = str(store.root), []
+
+    @property
+    def free(self) -> bool:
+        return not self.done
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.done)
+
+    def submit(self, job: Job) -> None:
+        self.done.append((job, True, _execute(job, self.root)))
+
+    def wait(self, timeout: float | None) -> list:
+        done, self.done = self.done, []
+        return done
+
+    def close(self, now: bool = False) -> None:
+        pass
+
+
+class LocalProcesses(LocalPool):
+    def __init__(self, store: ResultsStore, workers: int, plugins: list[str]) -> None:
+        super().__init__(workers, _execute, plugins)
+        self.root = str(store.root)
+
+    def submit(self, job: Job) -> None:
+        super().submit(job, job, self.root)
+
+
+class RayTasks:
+    """Each job is a Ray task (retried once by Ray if its worker dies); results come back to the
+    driver, which writes them (the cluster's nodes need not share a file system)."""
+
+    def __init__(self, store: ResultsStore, workers: int, address: str | None, plugins: list[str]) -> None:
+        import ray
+
+        from sandbox.runtime.processes import start_ray
+
+        self.ray, self.store, self.workers, self.plugins = ray, store, workers, plugins
+        self.started = start_ray(address, num_cpus=workers)
+        self.remote = ray.remote(max_retries=1)(_ray_task)
+        self.refs: dict = {}
+
+    @property
+    def free(self) -> bool:
+        return len(self.refs) < self.workers
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.refs)
+
+    def submit(self, job: Job) -> None:
+        self.refs[self.remote.options(num_cpus=job.threads).remote(job, self.plugins)] = job
+
+    def wait(self, timeout: float | None) -> list:
+        if not self.refs:
+            return []
+        ready, _ = self.ray.wait(list(self.refs), num_returns=1, timeout=timeout)
+        events = []
+        for ref in ready:
+            job = self.refs.pop(ref)
+            try:
+                frame, code, error, cost = self.ray.get(ref)
+                if error is None:
+                    self.store.write(job.id, frame, {**job.metadata, **cost}, code)
+            except Exception:  # the task's worker died twice, or the write failed
+                error = traceback.format_exc()
+            events.append((job, True, error))
+        return events
+
+    def close(self, now: bool = False) -> None:
+        for ref in self.refs:
+            self.ray.cancel(ref, force=True)
+        if self.started:
+            from sandbox.runtime.processes import stop_ray
+
+            stop_ray()
