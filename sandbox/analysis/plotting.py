@@ -19,7 +19,7 @@ from sandbox.analysis.stats import mean_ci_over_seeds  # noqa: E402
 #: recipe has its own (tests/analysis/test_plotting.py checks that none is shared). Aliases of one
 #: method share its colour: pg = reinforce, ess_lr = vcpo (its step controller), ce = xent.
 METHOD_COLORS = {
-    "reinforce": "#7f7f7f", "pg": "#7f7f7f", "is_pg": "#1f77b4", "tis": "#17becf", "mis": "#9edae5",
+    "reinforce": "#7f7f7f", "pg": "#4d4d4d", "is_pg": "#1f77b4", "tis": "#17becf", "mis": "#9edae5",
     "ppo": "#ff7f0e", "decoupled_ppo": "#ffbb78", "pmpo": "#8c564b", "vcpo": "#2ca02c", "ess_lr": "#2ca02c",
     "gac": "#9467bd", "dg": "#d62728", "kondo": "#e377c2", "xent": "#000000", "ce": "#000000",
     "prob_gate": "#bcbd22", "cispo": "#c5b0d5", "gspo": "#c49c94", "vtrace_pg": "#aec7e8",

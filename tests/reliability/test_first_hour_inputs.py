@@ -58,7 +58,7 @@ def test_an_empty_path_is_refused_not_the_current_folder(capsys, argv):
 def test_against_nothing_is_refused_and_says_how_to_score_one_alone(capsys):
     line = error_line(capsys, "score", "dg", "--against", "")
     assert line.startswith("sandbox: error: against names no method; give recipes or estimators, comma-separated "
-                           "(to score one alone, name it: --against NAME); valid: reinforce, is_pg, tis, ppo,")
+                           "(to score one alone, name it: --against NAME); valid: reinforce, pg, is_pg, tis, ppo,")
 
 
 def test_a_plugin_named_like_a_standard_module_is_refused(capsys, tmp_path):
