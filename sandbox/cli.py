@@ -1,4 +1,4 @@
-"""The ``sandbox`` command line: ``sandbox list | run | sweep | reproduce | bench``.
+"""The ``sandbox`` command line: ``sandbox list | run | sweep | reproduce | score | check | bench``.
 
 Bad input ends in one line on stderr naming the argument and what is valid (exit 2); Ctrl-C stops
 at once, keeps every finished result, says how to resume (exit 130); ``sandbox list | head`` ends
@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 from sandbox.advantages import ADVANTAGES
+from sandbox.cli_check import add_check_parser
 from sandbox.cli_score import add_score_parser, parse_value
 from sandbox.controllers import CONTROLLERS
 from sandbox.estimators import ESTIMATORS
@@ -356,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import MODULE first (repeatable), so the estimators it registers are available")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
-                add_bench_parser):
+                add_check_parser, add_bench_parser):
         add(sub)
     return parser
 

@@ -15,7 +15,7 @@ from sandbox.scoring.report import summarise, write
 from sandbox.scoring.runner import code_version, default_store, import_plugin, run_battery
 
 
-def _names(name: str, value) -> list[str]:
+def parse_methods(name: str, value) -> list[str]:
     if not isinstance(value, str) and not (isinstance(value, Sequence) and all(isinstance(i, str) for i in value)):
         raise ValueError(f"{name} must be a comma-separated string or a list of names, got {value!r}")
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -54,7 +54,7 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     recipe = make_recipe(name, settings)
     if label is not None or settings:
         recipe = type(recipe)(**{**recipe.__dict__, "name": label or _label(name, settings)})
-    baselines = [make_recipe(m) for m in _names("against", against) if not (m == recipe.name and not settings)]
+    baselines = [make_recipe(m) for m in parse_methods("against", against) if not (m == recipe.name and not settings)]
     frame = score_recipe(recipe, bat, baselines, default_store(results), plugins, backend=backend, workers=workers,
                          progress=progress, ray_address=ray_address)
     if out is not None:
