@@ -148,7 +148,8 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
     generation = s["steps_per_generation"] or s["gradient_accumulation_steps"]
     reuse = s.map("num_iterations × steps_per_generation ÷ gradient_accumulation_steps", "deployment.reuse",
                   int(s["num_iterations"]) * max(1, int(generation) // int(s["gradient_accumulation_steps"])))
-    s.map("use_vllm", "deployment.proximal", "recompute", note="TRL recomputes π_old in the trainer")
+    s.map("(GRPOTrainer old_per_token_logps)", "deployment.proximal", "recompute",
+          note="TRL recomputes π_old in the trainer")
     deployment = Deployment(group=int(s.map("num_generations", "deployment.group")),
                             top_p=float(s.map("top_p", "deployment.top_p")), top_k=int(s.map("top_k", "deployment.top_k")),
                             report=s.map("use_vllm", "deployment.report", "full",

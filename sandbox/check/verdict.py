@@ -5,6 +5,7 @@ batteries' tables), ``check.png`` (the deployment battery's scorecard figure) an
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from sandbox.check.mapping import Mapping
@@ -110,5 +111,16 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     data = {"mapping": mapping.to_dict(), "verdict": lines, "deployment": {**deploy, "scores": scores.to_dict("records")},
             "standard": standard, "code": code, "wall_s": wall_s,
             "jobs": {"deployment": deploy_frame.attrs["jobs"], "standard": standard_frame.attrs["jobs"]}}
-    paths[2].write_text(json.dumps(data, indent=1, default=float))
+    paths[2].write_text(json.dumps(_strict(data), indent=1, default=float, allow_nan=False))
     return paths
+
+
+def _strict(value):
+    """Strict JSON: a non-finite float (CISPO's ε_l = ∞, a cap of ∞) becomes its name, 'inf'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value

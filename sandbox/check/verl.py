@@ -95,12 +95,14 @@ INFRASTRUCTURE = (
 VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
 
 
-def _loss(s: Settings, mode: str) -> tuple[str, dict]:
-    """The estimator of ``loss_mode`` with its fields; clip_ratio applies where low/high are null."""
+def _loss(s: Settings, mode: str, bypass: bool = False) -> tuple[str, dict]:
+    """The estimator of ``loss_mode`` with its fields; clip_ratio applies where low/high are null
+    (in bypass mode verl's loss is vanilla PPO whatever loss_mode says)."""
     if mode not in LOSSES:
         s.refuse(A + "policy_loss.loss_mode", f"not a loss the check models (known: {', '.join(LOSSES)})")
     name, fields, fixed = LOSSES[mode]
-    s.map(A + "policy_loss.loss_mode", "estimator", name)
+    if not bypass:
+        s.map(A + "policy_loss.loss_mode", "estimator", name)
     kwargs = {}
     for ours, theirs in fields.items():
         if s[theirs] is None and theirs in EPS.values():  # verl: a null clip_ratio_low/high is clip_ratio
@@ -123,6 +125,7 @@ def _rejection(s: Settings, loss_type: str) -> tuple[str, dict]:
     threshold = s[C + "rollout_rs_threshold"]
     lower, upper = (None, threshold) if not isinstance(threshold, str) else \
         tuple(float(x) for x in threshold.split("_")) if "_" in threshold else (None, float(threshold))
+    s.map(C + "rollout_rs", "estimator", "rollout_rs", note="bypass: rejection sampling, then the loss_type's loss")
     kwargs = {"loss": s.map(C + "loss_type", "rollout_rs.loss", loss_type),
               "statistic": s.map(C + "rollout_rs", "rollout_rs.statistic", statistic),
               "level": s.map(C + "rollout_rs", "rollout_rs.level", level),
@@ -163,8 +166,8 @@ def _estimator(s: Settings) -> tuple[str, dict]:
     if loss_type == "ppo_clip":
         if is_level is not None:
             s.inert(C + "rollout_is", "not applied with loss_type ppo_clip: the clipped ratio π_θ/μ is the correction")
-        s.map(C + "loss_type", "estimator", "ppo", note="bypass: π_old = μ")
-        return _loss(s, "vanilla")
+        s.map(C + "loss_type", "estimator", "ppo", note="bypass: PPO-clip with π_old = μ")
+        return _loss(s, "vanilla", bypass=True)
     if is_level is None:
         return s.map(C + "loss_type", "estimator", "reinforce", note="bypass"), {}
     s.map(C + "loss_type", "estimator", "tis", note="bypass: REINFORCE with IS weights")
