@@ -19,7 +19,7 @@ from typing import Any
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.readers import read_config
-from sandbox.scoring.recipes import RECIPES, Recipe
+from sandbox.scoring.recipes import Recipe, recipe_names
 
 _OWN = object()  # Settings.map's default value: the key's own
 PRECISIONS = {"bf16": "bfloat16", "fp16": "float16"}  # --precision → the sampler dtype of precision_mismatch
@@ -175,7 +175,7 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
         else:
             settings.inert(key, "not read by the mapped loss and deployment")
     name = label or stem
-    if name in RECIPES or name == run["estimator"]:
+    if name in recipe_names():  # a method's name in the tables is the config's alone
         name = f"{name} (config)"
     recipe = Recipe(name=name, **run)
     recipe.check()
