@@ -22,11 +22,16 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``sandbox.score`` is imported on first use (it pulls in the runtime and pandas)."""
+    """``sandbox.score`` and ``sandbox.check`` are imported on first use (they pull in the runtime
+    and pandas); ``sandbox.check`` is a callable module: ``sandbox.check("run.yaml")``."""
     if name == "score":
         from sandbox.scoring import score
 
         return score
+    if name == "check":
+        import sandbox.check as check
+
+        return check
     raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
 
 
@@ -36,6 +41,7 @@ __all__ = [
     "EstimatorOutput",
     "PGTerms",
     "TokenLoss",
+    "check",
     "make_estimator",
     "register_estimator",
     "score",

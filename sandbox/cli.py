@@ -1,4 +1,4 @@
-"""The ``sandbox`` command line: ``sandbox list | run | sweep | reproduce | bench``.
+"""The ``sandbox`` command line: ``sandbox list | run | sweep | reproduce | score | check | bench``.
 
 Bad input ends in one line on stderr naming the argument and what is valid (exit 2); Ctrl-C stops
 at once, keeps every finished result, says how to resume (exit 130); ``sandbox list | head`` ends
@@ -23,6 +23,7 @@ from sandbox.cli_args import (
     writable_dir,
     writable_file,
 )
+from sandbox.cli_check import add_check_parser
 from sandbox.cli_score import add_score_parser
 from sandbox.controllers import CONTROLLERS
 from sandbox.core.plugins import load_env_plugins
@@ -278,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
-                add_bench_parser):
+                add_check_parser, add_bench_parser):
         add(sub)
     for name, command in sub.choices.items():  # `sandbox list --plugin F` as well as `sandbox --plugin F list`
         if name != "score":  # score's own --plugin registers the estimator it scores

@@ -1,4 +1,5 @@
-"""Read the README's set-up commands and code blocks, so tests can run exactly what users read."""
+"""Read the README's (or another markdown document's) set-up commands and code blocks, so tests can
+run exactly what users read."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def blocks(lang: str) -> list[tuple[str, str]]:
-    """(marker, code) for every fenced block of ``lang``; marker is the ``<!-- test: X -->`` comment
-    right above the block, or ''."""
-    text = README.read_text()
+def blocks(lang: str, path: Path = README) -> list[tuple[str, str]]:
+    """(marker, code) for every fenced block of ``lang`` in ``path`` (the README by default); marker
+    is the ``<!-- test: X -->`` comment right above the block, or ''."""
+    text = path.read_text()
     pattern = re.compile(r"(?:<!-- test: (?P<marker>[\w-]+) -->\n)?```" + lang + r"\n(?P<code>.*?)```", re.S)
     return [(m.group("marker") or "", m.group("code")) for m in pattern.finditer(text)]
 

@@ -43,14 +43,16 @@ _USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
 
 
 #: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
-#: scorecard's front end and report): no training job imports them (tests/reliability/test_store.py
-#: runs every kind of job and checks), so editing them leaves the numbers, and stored results, valid
-PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "reproduce.py", "reproduce_costs.py",
-                "claims_file.py",
+#: scorecard's front end and report, ``sandbox check``, which only chooses the cells and recipes a
+#: job's parameters hold): no training job imports them (tests/reliability/test_store.py runs every
+#: kind of job and checks), so editing them leaves the numbers, and stored results, valid
+PRESENTATION = ("cli.py", "cli_args.py", "cli_run.py", "cli_score.py", "cli_check.py", "reproduce.py",
+                "reproduce_costs.py", "claims_file.py", "analysis/claim_table.py",
                 "analysis/claims.py", "analysis/plotting.py", "analysis/stats.py", "analysis/provenance.py",
                 "analysis/exact_tests.py", "analysis/figure_data.py",
                 "scoring/__init__.py", "scoring/api.py", "scoring/statistics.py", "scoring/report.py",
-                "scoring/batteries/versions.py")
+                "scoring/batteries/versions.py", "check/__init__.py", "check/api.py", "check/deployment.py",
+                "check/mapping.py", "check/readers.py", "check/trl.py", "check/verdict.py", "check/verl.py")
 
 
 @functools.lru_cache(maxsize=1)

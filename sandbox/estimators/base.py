@@ -24,6 +24,9 @@ from sandbox.core.registry import Registry
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.core.validation import check_choice, check_range
 
+#: the rollout IS correction's modes (``Estimator.rollout_is``): granularity × constraint, TRL's names
+ROLLOUT_IS_MODES: tuple[str, ...] = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
 Aggregation = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
 AGGREGATIONS: tuple[str, ...] = (
     "token-mean",
@@ -139,10 +142,20 @@ class Estimator:
 
     ``kl_coef`` = τ adds the squared-log-ratio penalty τ·(log π_θ − log μ)² to every token's loss
     (prime-rl's ``kl_tau``, Kimi K2.5), aggregated like the rest: one field composes it with every
-    estimator that builds its loss from ``token_loss``."""
+    estimator that builds its loss from ``token_loss``.
+
+    ``rollout_is`` multiplies every token's loss by the rollout correction w = sg(π_prox/μ) — per
+    token, or the sequence's product ratio — truncated to [``rollout_is_min``, ``rollout_is_max``]
+    (``*_truncate``) or zeroed outside it (``*_mask``): verl's ``rollout_is`` weights in decoupled
+    mode and TRL's vLLM importance-sampling correction, composed with any loss. w = 1 when π_prox
+    = μ (``proximal='behavior'``, the default); it corrects the engine's μ towards a recomputed
+    π_prox (``proximal='recompute'``)."""
 
     aggregation: str = field(default="token-mean", kw_only=True)
     kl_coef: float = field(default=0.0, kw_only=True)  # τ ≥ 0 (needs μ when > 0)
+    rollout_is: str | None = field(default=None, kw_only=True)  # None or one of ROLLOUT_IS_MODES
+    rollout_is_max: float = field(default=2.0, kw_only=True)  # upper bound > 0 (inf: none)
+    rollout_is_min: float | None = field(default=None, kw_only=True)  # lower bound in [0, max) or None
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
@@ -166,6 +179,14 @@ class Estimator:
                 f"kl_coef must be 0 for {self.name}: it computes its own loss instead of token_loss, "
                 "so the penalty would not be added"
             )
+        if self.rollout_is is not None:
+            check_choice("rollout_is", self.rollout_is, ROLLOUT_IS_MODES)
+            if type(self).__call__ is not Estimator.__call__:
+                raise ValueError(f"rollout_is must be None for {self.name}: it computes its own loss instead of "
+                                 "token_loss, so the correction would not be applied")
+        check_range("rollout_is_max", self.rollout_is_max, low=0.0, low_open=True, finite=False)
+        check_range("rollout_is_min", self.rollout_is_min, low=0.0, high=self.rollout_is_max, high_open=True,
+                    allow_none=True)
         self.check()
 
     def check(self) -> None:
@@ -195,11 +216,29 @@ class Estimator:
                 f"{self.name}.token_loss returned shape {tuple(out.values.shape)}, "
                 f"expected logp's {tuple(terms.logp.shape)}"
             )
+        if self.rollout_is is not None:
+            w = self.rollout_is_weight(terms)
+            out = TokenLoss(out.values * w, out.mask, {**out.metrics, "rollout_is_mean": masked_mean(w, terms.valid)})
         if self.kl_coef == 0:
             return out
         sq = (terms.logp - terms.require_behavior(f"{self.name} with kl_coef > 0")).pow(2)
         metrics = {**out.metrics, "kl_sq_mean": masked_mean(sg(sq), terms.valid)}
         return TokenLoss(out.values + self.kl_coef * sq, out.mask, metrics)
+
+    def rollout_is_weight(self, terms: PGTerms) -> Tensor:
+        """The detached rollout correction ``[*P, B, T]``: π_prox/μ per token or the sequence's
+        product ratio Σ_t m·(log π_prox − log μ) broadcast over its tokens, truncated or masked."""
+        mu = terms.require_behavior(f"{self.name} with rollout_is")
+        prox = sg(terms.require_proximal(self.name))
+        mask = terms.valid
+        log_w = torch.where(mask, prox - mu, prox.new_zeros(()))
+        if self.rollout_is.startswith("sequence"):
+            log_w = sequence_log_ratio(prox, mu, mask).unsqueeze(-1).expand_as(log_w)
+        w = torch.exp(log_w)
+        low = 0.0 if self.rollout_is_min is None else self.rollout_is_min
+        if self.rollout_is.endswith("truncate"):
+            return w.clamp(min=low, max=self.rollout_is_max)
+        return w * ((w >= low) & (w <= self.rollout_is_max)).to(w.dtype)
 
     def diagnostics(self, terms: PGTerms, out: TokenLoss) -> dict[str, Tensor]:
         """Common diagnostics (surprisal, ratio statistics, ESS/B, k1/k3 KL when μ is known)

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from sandbox.analysis.store import ResultsStore
 from sandbox.core.validation import check_writable_dir
 from sandbox.runtime.sweep import BACKENDS
-from sandbox.scoring.battery import Battery, build, load_battery
-from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe, recipe_names
+from sandbox.scoring.battery import Battery, as_battery
+from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write
 from sandbox.scoring.runner import code_version, default_store, import_plugin, run_battery
 
 
-def _names(name: str, value) -> list[str]:
+def parse_methods(name: str, value) -> list[str]:
     if not isinstance(value, str) and not (isinstance(value, Sequence) and all(isinstance(i, str) for i in value)):
         raise ValueError(f"{name} must be a comma-separated string or a list of names, got {value!r}")
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -47,10 +48,7 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     ``settings``: ``{"eta": 0.5}`` — estimator hyperparameters, or the recipe keys ``advantage``,
     ``advantage_kwargs``, ``controllers``.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if workers is not None and not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    check_run_args(backend, workers)
     if out is not None:  # before any compute: a report that cannot be written is known now
         if not str(out).strip():
             raise ValueError("out is empty; give a folder for the report (an empty one would write into the current folder)")
@@ -60,22 +58,37 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
         if Path(p).suffix == ".py" and not Path(p).is_file():
             raise ValueError(f"plugin file {p!r} does not exist")
         import_plugin(p)
-    bat = battery if isinstance(battery, Battery) else build(battery) if isinstance(battery, dict) \
-        else load_battery(battery)
-    bat = bat.with_seeds(seeds)
+    bat = as_battery(battery).with_seeds(seeds)
     recipe = make_recipe(name, settings)
     if label is not None or settings:
         recipe = type(recipe)(**{**recipe.__dict__, "name": label or _label(name, settings)})
-    baselines = [make_recipe(m) for m in _names("against", against) if not (m == recipe.name and not settings)]
-    store = default_store(results)
-    frame, report = run_battery(bat, [(recipe, plugins)] + [(b, ()) for b in baselines], store, backend=backend,
-                                workers=workers, progress=progress, ray_address=ray_address)
-    methods = [recipe.name] + [b.name for b in baselines]
-    summary = summarise(frame, bat, recipe.name, methods)
-    frame.attrs["scorecard"] = summary
-    frame.attrs["jobs"] = {"total": report.total, "reused": report.skipped, "computed": report.computed}
+    baselines = [make_recipe(m) for m in parse_methods("against", against) if not (m == recipe.name and not settings)]
+    frame = score_recipe(recipe, bat, baselines, default_store(results), plugins, backend=backend, workers=workers,
+                         progress=progress, ray_address=ray_address)
     if out is not None:
-        write(summary, frame, out, code_version())
+        write(frame.attrs["scorecard"], frame, out, code_version())
+    return frame
+
+
+def check_run_args(backend: str, workers: int | None) -> None:
+    """A backend in ``BACKENDS`` and ``workers`` None or an integer ≥ 1, else a one-line error."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if workers is not None and not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+
+
+def score_recipe(recipe: Recipe, battery: Battery, baselines: Sequence[Recipe], store: ResultsStore,
+                 plugins: tuple[str, ...] = (), backend: str = "local", workers: int | None = None,
+                 progress: bool = True, ray_address: str | None = None) -> pd.DataFrame:
+    """Run (or reuse) ``recipe`` and ``baselines`` on every cell of ``battery``; the tidy frame with
+    the scorecard summary (``attrs["scorecard"]``, ``recipe`` first) and the job counts
+    (``attrs["jobs"]``). The one path of ``score`` and ``sandbox check``."""
+    frame, report = run_battery(battery, [(recipe, plugins)] + [(b, ()) for b in baselines], store,
+                                backend=backend, workers=workers, progress=progress, ray_address=ray_address)
+    methods = [recipe.name] + [b.name for b in baselines]
+    frame.attrs["scorecard"] = summarise(frame, battery, recipe.name, methods)
+    frame.attrs["jobs"] = {"total": report.total, "reused": report.skipped, "computed": report.computed}
     return frame
 
 

@@ -23,8 +23,10 @@ from sandbox.runtime.config import _freeze
 KINDS = ("probe", "train")
 #: friction categories (one scorecard panel each); "inference engine": truncated sampling, partial
 #: rollouts and admission, the frictions of real LLM inference engines (README, "Frictions of real
-#: inference engines")
-FRICTIONS = ("staleness", "actor bug", "reward corruption", "rare discovery", "all four", "inference engine")
+#: inference engines"); "deployment": a run's frictions all at once and its friction-free control
+#: (``sandbox check``'s deployment battery)
+FRICTIONS = ("staleness", "actor bug", "reward corruption", "rare discovery", "all four", "inference engine",
+             "deployment")
 CELL_KEYS = {"name", "env", "friction", "run", "probe", "async", "seeds"}
 ENV_KEYS = {"kind", "seeds", "metric", "random", "best", "run", "probe", "batched"}
 
@@ -98,7 +100,7 @@ class Battery:
             budget = f"{c.run.get('steps')} steps" if c.kind == "train" else "exact"
             extra = {k: v for k, v in {**c.run, **c.probe, **(c.async_config or {})}.items()
                      if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor", "max_staleness",
-                              "admission", "admission_budget")}
+                              "admission", "admission_budget", "proximal")}
             lines.append(f"  {c.name:<{width}} {c.friction:<18} {c.seeds:>3} seeds  {budget:<11} {json.dumps(extra)}")
         return "\n".join(lines)
 
@@ -180,6 +182,11 @@ def load_battery(name: str) -> Battery:
     if not isinstance(name, str):
         raise ValueError(f"battery must be a name, one of {battery_names()}; got {name!r}")
     return build(_raw(name))
+
+
+def as_battery(value: str | dict | Battery) -> Battery:
+    """A ``Battery`` as given, built from battery data, or a packaged one by name."""
+    return value if isinstance(value, Battery) else build(value) if isinstance(value, dict) else load_battery(value)
 
 
 def recorded_hash(name: str, version: int) -> str | None:

@@ -10,6 +10,7 @@ import pytest
 
 from sandbox.cli import main
 from sandbox.frictions import DelaySchedule
+from sandbox.scoring.battery import build
 from sandbox.scoring.recipes import RECIPES, recipe_names
 
 STEPS, DROP = 6, {"kind": "uniform", "D": 2, "admission": "drop", "budget": 0}
@@ -46,7 +47,7 @@ def test_recipe_names_hold_the_recipes_and_every_estimator():
 def test_score_against_2026_estimators_on_the_engine_cells(tmp_path, capsys, monkeypatch):
     import sandbox.scoring.api as api
 
-    monkeypatch.setattr(api, "load_battery", lambda name: api.build(TINY_ENGINE))
+    monkeypatch.setattr(api, "as_battery", lambda name: build(TINY_ENGINE))
     out = tmp_path / "card"
     code = main(["score", "reinforce", "--against", "dppo,vespo", "--workers", "1", "--quiet",
                  "--results", str(tmp_path / "r"), "--out", str(out)])

@@ -12,6 +12,7 @@ import pytest
 import sandbox
 from sandbox.cli import main
 from sandbox.scoring import score
+from sandbox.scoring.battery import build
 from sandbox.scoring.runner import default_store
 
 TINY = {
@@ -162,7 +163,7 @@ def test_cli_lists_batteries_and_needs_a_name(capsys):
 def test_the_cli_scores_a_plugin(plugin, tmp_path, capsys, monkeypatch):
     import sandbox.scoring.api as api
 
-    monkeypatch.setattr(api, "load_battery", lambda name: api.build(TINY))
+    monkeypatch.setattr(api, "as_battery", lambda name: build(TINY))
     code = main(["score", "score_test_clip", "--plugin", plugin, "--set", "c=0.5", "--against", AGAINST, "--workers", "1", "--quiet",
                  "--results", str(tmp_path / "r"), "--out", str(tmp_path / "card")])
     out = capsys.readouterr().out

@@ -1,0 +1,187 @@
+"""From a configuration's keys to our fields: the mapping table.
+
+A ``Schema`` is one source's data (``sandbox.check.verl``, ``sandbox.check.trl``): the keys read
+with their defaults (from the source's own code, the version said in ``version``), the keys that
+change nothing in the sandbox (and why), the keys it does not model (with the values under which
+they are harmless), glob patterns of infrastructure keys (paths, parallelism, logging, optimiser:
+not loss or friction settings), and ``derive``, which reads the settings and returns the recipe and
+the deployment. Every key the config gives lands in exactly one of: a row of the table, the
+ignored list (``--ignore KEY``), the infrastructure list — or a one-line refusal naming it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sandbox.check.deployment import Deployment
+from sandbox.check.readers import read_config
+from sandbox.scoring.recipes import Recipe, recipe_names
+
+_OWN = object()  # Settings.map's default value: the key's own
+PRECISIONS = {"bf16": "bfloat16", "fp16": "float16"}  # --precision → the sampler dtype of precision_mismatch
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the mapping table: their key → our field → value (``note``: 'default' when the
+    config does not set the key, or why a key changes nothing here)."""
+
+    key: str
+    field: str
+    value: Any
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Schema:
+    source: str
+    version: str  # what was read: project, commit, date
+    defaults: dict[str, Any]  # every key ``derive`` reads, with the source's default
+    inert: dict[str, str]  # keys that change nothing in the sandbox: why
+    refused: dict[str, tuple[tuple, str]]  # key → (values under which it is harmless, what is not modelled)
+    infrastructure: tuple[str, ...]  # fnmatch patterns: not loss or friction settings
+    derive: Callable[[Settings], tuple[dict, Deployment]]
+
+
+class Settings:
+    """The config's values over the schema's defaults; ``map``/``inert`` record the table's rows."""
+
+    def __init__(self, flat: dict[str, Any], schema: Schema):
+        self.flat, self.schema, self.rows = flat, schema, []
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.schema.defaults:
+            raise KeyError(f"{self.schema.source} schema reads {key!r} without a default")  # a bug in the schema
+        return self.flat.get(key, self.schema.defaults[key])
+
+    def given(self, key: str) -> bool:
+        return key in self.flat
+
+    def map(self, key: str, target: str, value: Any = _OWN, note: str = "") -> Any:
+        """Record ``key → target = value`` and return the value. ``value`` defaults to the key's
+        own; a row may name several keys (``'a × b'``): the note says 'default' when the config
+        sets none of them."""
+        value = self[key] if value is _OWN else value
+        default = "" if key.startswith("--") or any(self.given(k) for k in keys_of(key)) else "default"
+        self.rows.append(Row(key, target, value, "; ".join(n for n in (default, note) if n)))
+        return value
+
+    def covered(self, key: str) -> bool:
+        return any(key in keys_of(r.key) for r in self.rows)
+
+    def inert(self, key: str, why: str) -> None:
+        if not self.covered(key):
+            self.rows.append(Row(key, "—", self.flat.get(key, self.schema.defaults.get(key)), why))
+
+    def refuse(self, key: str, why: str) -> None:
+        raise ValueError(f"{key}={self.flat.get(key, self.schema.defaults.get(key))!r}: {why}; "
+                         f"pass --ignore {key} to check the rest without it")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A configuration mapped: the recipe to score, the deployment its battery is built from, the
+    table, the keys ignored on request and the infrastructure keys skipped."""
+
+    source: str
+    label: str
+    version: str
+    recipe: Recipe
+    deployment: Deployment
+    rows: tuple[Row, ...]
+    ignored: tuple[str, ...] = ()
+    infrastructure: tuple[str, ...] = field(default=())
+
+    def table(self) -> list[tuple[str, str, str, str]]:
+        return [(r.key, r.field, _show(r.value), r.note) for r in self.rows]
+
+    def text(self) -> str:
+        """The table as aligned text (what ``sandbox check`` prints first)."""
+        head = ("their key", "our field", "value", "note")
+        rows = [head] + self.table()
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = [f"{self.source} config {self.label!r} (keys and defaults read at {self.version}):"]
+        lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + ("  " + r[3] if r[3] else "")
+                  for r in rows]
+        if self.ignored:
+            lines.append(f"  ignored on request (--ignore): {', '.join(self.ignored)}")
+        if self.infrastructure:
+            lines.append(f"  {len(self.infrastructure)} infrastructure key(s) (paths, parallelism, logging, "
+                         "optimiser) are not loss or friction settings and were skipped")
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        lines = ["| their key | our field | value | note |", "|---|---|---|---|"]
+        lines += [f"| `{k}` | `{f}` | `{v}` | {n} |" for k, f, v, n in self.table()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "label": self.label, "version": self.version,
+                "recipe": self.recipe.to_dict(), "deployment": asdict(self.deployment),
+                "rows": [asdict(r) for r in self.rows], "ignored": list(self.ignored),
+                "infrastructure": list(self.infrastructure)}
+
+
+def keys_of(name: str) -> list[str]:
+    """The keys a row names: ``'a.b × c.d'`` → ``['a.b', 'c.d']``."""
+    return re.findall(r"[A-Za-z_][\w.]*", name)
+
+
+def _show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = None,
+               label: str | None = None) -> Mapping:
+    """Read ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) and map it:
+    unknown keys and keys we do not model are one-line ``ValueError``s naming the key, unless in
+    ``ignore``; ``precision`` ('bf16' or 'fp16') adds the sampler/learner precision mismatch."""
+    from sandbox.check import SCHEMAS
+
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    if isinstance(ignore, str) or not all(isinstance(k, str) for k in ignore):
+        raise ValueError(f"ignore must be a list of keys, got {ignore!r}")
+    source, flat, stem = read_config(config)
+    schema = SCHEMAS[source]
+    missing = [k for k in ignore if k not in flat]
+    if missing:
+        raise ValueError(f"--ignore {missing[0]}: the config does not set this key")
+    ignored = tuple(k for k in flat if k in ignore)
+    infra = tuple(k for k in flat if k not in ignore and _is_infrastructure(k, schema))
+    kept = {k: v for k, v in flat.items() if k not in ignored and k not in infra}
+    settings = Settings(kept, schema)
+    for key, value in kept.items():
+        if key in schema.refused:
+            harmless, why = schema.refused[key]
+            if value not in harmless:
+                settings.refuse(key, why)
+        elif key not in schema.defaults and key not in schema.inert:
+            raise ValueError(f"{key}: not a {source} setting the check knows (read at {schema.version}); "
+                             f"pass --ignore {key} to skip it")
+    run, deployment = schema.derive(settings)
+    if precision is not None:
+        deployment = deployment.replace(precision=settings.map("--precision", "precision_mismatch.sampler_dtype",
+                                                               PRECISIONS[precision]))
+    for key in kept:  # every key the config gives has its row
+        if key in schema.inert:
+            settings.inert(key, schema.inert[key])
+        elif key in schema.refused:
+            settings.inert(key, f"off at this value; when on, {schema.refused[key][1]}")
+        else:
+            settings.inert(key, "not read by the mapped loss and deployment")
+    name = label or stem
+    if name in recipe_names():  # a method's name in the tables is the config's alone
+        name = f"{name} (config)"
+    recipe = Recipe(name=name, **run)
+    recipe.check()
+    return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra)
+
+
+def _is_infrastructure(key: str, schema: Schema) -> bool:
+    return key not in schema.defaults and key not in schema.inert and key not in schema.refused and any(
+        fnmatch.fnmatchcase(key, pattern) for pattern in schema.infrastructure)

@@ -1,0 +1,126 @@
+"""The verdict of a check and its three files: ``check.md`` (verdict, mapping table, the two
+batteries' tables), ``check.png`` (the deployment battery's scorecard figure) and ``check.json``
+(everything). Statistics, tables and figures are the scorecard's (``sandbox.scoring.report``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from sandbox.check.mapping import Mapping
+from sandbox.scoring.report import figure, markdown, write
+
+CONTROL = "reversal/deploy-control"
+
+
+def _cells(summary: dict, method: str) -> dict[str, dict]:
+    return {r["cell"]: r for r in summary["cells"] if r["method"] == method}
+
+
+def _iv(d: dict) -> str:
+    return f"{d['estimate']:.2f} [{d['low']:.2f}, {d['high']:.2f}]"
+
+
+def _best(summary: dict) -> str:
+    """The built-in with the highest IQM."""
+    return max(summary["methods"][1:], key=lambda m: summary["aggregate"][m]["iqm"]["estimate"])
+
+
+def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
+    """Short lines: what the config is, where it loses signal or diverges on its own frictions,
+    which friction hurts it most, and what the best built-in does on the same cells."""
+    new, recipe, dep = deploy["new"], mapping.recipe, mapping.deployment
+    kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items())
+    lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
+             f"{'recomputed by the trainer' if dep.proximal == 'recompute' else 'the engine log-probs μ'}; "
+             f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
+    best = _best(deploy)
+    agg = deploy["aggregate"]
+    lines.append(f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}; the best "
+                 f"built-in, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
+                 f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+    own, control = _cells(deploy, new), _cells(deploy, new).get(CONTROL)
+    frictions = {c: r for c, r in own.items() if r["friction"] != "deployment"}
+    if control is not None and frictions:
+        worst = max(frictions, key=lambda c: control["mean"] - frictions[c]["mean"])
+        w = frictions[worst]
+        rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"])
+        lines.append(f"**Hurts most**: `{worst}` — {w['mean']:.2f} [{w['low']:.2f}, {w['high']:.2f}] against "
+                     f"{control['mean']:.2f} on the control ({w['mean'] - control['mean']:+.2f}); the best built-in "
+                     f"there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}."
+                     if w["mean"] < control["mean"] else
+                     f"**No friction lowers its mean score** below the control's {control['mean']:.2f}.")
+        lost = [c for c, r in own.items() if c != CONTROL and r["high"] < control["mean"]]
+        lines.append(f"**Loses signal** (95% interval below the control's mean) on: {', '.join(f'`{c}`' for c in lost)}."
+                     if lost else "**Keeps its signal**: every cell's 95% interval reaches the control's mean.")
+    diverged = {c: r["diverged"] for s in (deploy, standard) for c, r in _cells(s, new).items() if r["diverged"]}
+    runs = agg[new]["runs"] + standard["aggregate"][new]["runs"]
+    lines.append(f"**Diverges** on: {', '.join(f'`{c}` ({n})' for c, n in diverged.items())}." if diverged
+                 else f"**No run diverged** (0/{runs}).")
+    ranked = sorted(standard["methods"], key=lambda m: -standard["aggregate"][m]["iqm"]["estimate"])
+    top = ranked[0] if ranked[0] != new else ranked[1]
+    lines.append(f"**Battery `{standard['battery']}`** ({len(standard['seeds'])} cells): IQM "
+                 f"{_iv(standard['aggregate'][new]['iqm'])}, rank {ranked.index(new) + 1} of {len(ranked)}; "
+                 f"the best {'other ' if ranked[0] == new else ''}method, `{top}`, "
+                 f"{_iv(standard['aggregate'][top]['iqm'])}.")
+    return lines
+
+
+def _section(text: str) -> str:
+    """A scorecard's markdown one heading level down, with a blank line after it."""
+    return "\n".join("#" + line if line.startswith("#") else line for line in text.splitlines()) + "\n"
+
+
+def report_markdown(mapping: Mapping, lines: list[str], deploy: dict, standard: dict, code: str,
+                    battery_dir: str) -> str:
+    dep = mapping.deployment
+    parts = [f"# Check: `{mapping.label}` ({mapping.source})", "", *[f"- {line}" for line in lines], "",
+             f"## Mapping ({mapping.source} keys and defaults read at {mapping.version})", "", mapping.markdown(), ""]
+    if mapping.ignored:
+        parts += [f"Ignored on request (`--ignore`): {', '.join(f'`{k}`' for k in mapping.ignored)}.", ""]
+    if mapping.infrastructure:
+        parts += [f"{len(mapping.infrastructure)} infrastructure key(s) skipped (not loss or friction settings): "
+                  + ", ".join(f"`{k}`" for k in mapping.infrastructure) + ".", ""]
+    parts += [f"Deployment: group {dep.group}, reuse {dep.reuse}, delay {dep.delay or 'none'}, top-p {dep.top_p}, "
+              f"top-k {dep.top_k} ({dep.report} log-probs), partial {dep.partial}, precision {dep.precision or 'off'}, "
+              f"π_old {dep.proximal}. Figure: `check.png`; the `{standard['battery']}` scorecard: "
+              f"`{battery_dir}/scorecard.png`.", "",
+              _section(markdown(deploy, code)), _section(markdown(standard, code))]
+    return "\n".join(parts) + "\n"
+
+
+def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_frame, standard_frame,
+                code: str, wall_s: float) -> list[Path]:
+    """``check.md|png|json`` in ``out``, and the chosen battery's scorecard in ``out/BATTERY/``."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    deploy, standard = deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"]
+    battery_dir = standard["battery"]
+    write(standard, standard_frame, out / battery_dir, code)
+    paths = [out / "check.md", out / "check.png", out / "check.json"]
+    paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir))
+    fig = figure(deploy)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    columns = [c for c in ("method", "cell", "env", "friction", "seed", "value", "score", "diverged")
+               if c in deploy_frame.columns]
+    scores = deploy_frame[columns].astype(object).where(deploy_frame[columns].notna(), None)
+    data = {"mapping": mapping.to_dict(), "verdict": lines, "deployment": {**deploy, "scores": scores.to_dict("records")},
+            "standard": standard, "code": code, "wall_s": wall_s,
+            "jobs": {"deployment": deploy_frame.attrs["jobs"], "standard": standard_frame.attrs["jobs"]}}
+    paths[2].write_text(json.dumps(_strict(data), indent=1, default=float, allow_nan=False))
+    return paths
+
+
+def _strict(value):
+    """Strict JSON: a non-finite float (CISPO's ε_l = ∞, a cap of ∞) becomes its name, 'inf'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value

@@ -1,0 +1,59 @@
+"""``sandbox check CONFIG``: the parser and command of ``sandbox.check`` (docs/check.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_check_parser(sub) -> None:
+    """``sandbox check CONFIG``: a verl or TRL configuration on its own frictions, against the built-ins."""
+    from sandbox.check.mapping import PRECISIONS
+    from sandbox.scoring.recipes import DEFAULT_AGAINST
+
+    p = sub.add_parser("check", help="score a verl or TRL configuration on its own deployment's frictions")
+    p.add_argument("config", help="a verl trainer YAML (nested or dotted keys) or a TRL GRPOConfig as YAML/JSON")
+    p.add_argument("--battery", default="quick", help="the standard battery to score on too: quick (default) or standard")
+    p.add_argument("--out", default=None, help="report folder (default: checks/CONFIG-BATTERY)")
+    p.add_argument("--ignore", action="extend", nargs="+", default=[], metavar="KEY",
+                   help="check the rest of the config without KEY (a key we do not model); repeatable")
+    p.add_argument("--precision", choices=list(PRECISIONS), default=None,
+                   help="add the sampler/learner precision mismatch (the sampler's parameters in this dtype)")
+    p.add_argument("--against", default=",".join(DEFAULT_AGAINST), help="comma-separated methods (default: %(default)s)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the battery's)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local")
+    p.add_argument("--workers", type=int, default=None, help="parallel processes (default: CPU count)")
+    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray)")
+    p.add_argument("--results", default=None, help="results folder (default: $SANDBOX_RESULTS or results)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Print the mapping table, run (or reuse) both batteries, write check.md|png|json, print the verdict."""
+    from sandbox.check import check, prepare
+    from sandbox.scoring.api import check_run_args, parse_methods
+    from sandbox.scoring.battery import battery_names
+
+    if args.battery not in battery_names():
+        raise ValueError(f"--battery must be one of {battery_names()}, got {args.battery!r}")
+    check_run_args(args.backend, args.workers)
+    parse_methods("--against", args.against)
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds must be an integer ≥ 1, got {args.seeds}")
+    mapping, deploy, _ = prepare(args.config, args.battery, args.ignore, args.precision, args.seeds)
+    print(mapping.text(), end="\n\n")
+    print(deploy.describe(), end="\n\n")
+    out = Path(args.out or f"checks/{Path(args.config).stem}-{args.battery}")
+    report = check(args.config, battery=args.battery, out=out, ignore=args.ignore, precision=args.precision,
+                   against=args.against, seeds=args.seeds, backend=args.backend, workers=args.workers,
+                   results=args.results, progress=not args.quiet, ray_address=args.ray_address)
+    jobs = [report.deployment.attrs["jobs"], report.standard.attrs["jobs"]]
+    print(f"{sum(j['total'] for j in jobs)} jobs: {sum(j['reused'] for j in jobs)} reused, "
+          f"{sum(j['computed'] for j in jobs)} computed")
+    print("\n".join(f"- {line}" for line in report.verdict))
+    print("wrote " + ", ".join(str(p) for p in report.files))
+    return 0
+
+
+__all__ = ["add_check_parser", "cmd_check"]
