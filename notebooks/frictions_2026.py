@@ -68,7 +68,8 @@ fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
 for ax, (panel, strengths) in zip(axes, f["strengths"].items()):
     positions = np.arange(len(strengths))
     for i, m in enumerate(METHODS):
-        ivs = [t_interval(final_errors(frame, fidelity, panel, m, s)) for s in strengths]
+        # a diverged seed (NaN) is drawn at error 1, the worst (the claims score it as their highest error)
+        ivs = [t_interval(np.nan_to_num(final_errors(frame, fidelity, panel, m, s), nan=1.0)) for s in strengths]
         means = np.array([iv.estimate for iv in ivs])
         ax.errorbar(positions + 0.05 * (i - 2), means,
                     yerr=[means - [iv.low for iv in ivs], [iv.high for iv in ivs] - means],

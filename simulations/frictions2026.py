@@ -19,6 +19,8 @@ to choose them, and asserts each at both.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -125,13 +127,23 @@ ASSERTED = {
 ASSERTED["paper"] = ASSERTED["full"]
 
 
-def _groups(values: dict[str, np.ndarray]) -> list[list[str]]:
-    """Methods grouped by identical per-seed values (one measurement, one claim), in table order."""
+def _groups(values: dict[str, tuple[np.ndarray, ...]]) -> list[list[str]]:
+    """Methods grouped by identical per-seed values, NaN (diverged) included (one measurement, one
+    claim), in table order."""
     groups: list[list[str]] = []
     for m, v in values.items():
-        same = next((g for g in groups if np.array_equal(values[g[0]], v)), None)
+        same = next((g for g in groups if all(np.array_equal(x, y, equal_nan=True) for x, y in zip(values[g[0]], v))),
+                    None)
         (same.append(m) if same is not None else groups.append([m]))
     return groups
+
+
+def _gap(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a − b| over seeds; a seed diverged (NaN) in one run but not the other is an infinite gap."""
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        return math.inf
+    d = np.abs(a - b)[~np.isnan(a)]
+    return float(d.max()) if d.size else 0.0
 
 
 def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str) -> pd.DataFrame:
@@ -151,17 +163,18 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
     f = FIDELITY[fidelity]
     asserted = ASSERTED[fidelity]
 
-    def compare(names: list[str], template: str, statement: str, diff: np.ndarray, above: bool = True) -> None:
-        """One claim for methods with identical numbers; ``template`` names it with '{m}' the method(s)."""
-        iv = t_interval(diff)  # 16–32 seeds
-        claim = book.holds(template.format(m="=".join(names)) + suffix, statement, iv,
-                           iv.low > 0 if above else iv.high < 0, f"paired t-interval over {diff.size} seeds",
-                           side="above" if above else "below")
+    def compare(names: list[str], template: str, statement: str, a: np.ndarray, b: np.ndarray,
+                above: bool = True) -> None:
+        """One claim for methods with identical numbers (``template`` names it, '{m}' the methods):
+        the paired t-interval of a − b (16–32 seeds) above 0 (or below); a diverged seed (NaN final
+        error) scores as the highest error, never dropped."""
+        test = book.greater if above else book.less
+        claim = test(template.format(m="=".join(names)) + suffix, statement, a, b, paired=True, worse="high")
         if not all(template.format(m=m) in asserted for m in names):
             book.report(claim)
 
     on_policy = {m: final_errors(frame, fidelity, "top-p (full report)", m, 0) for m in METHODS}
-    gap = max(float(np.abs(on_policy[m] - on_policy["REINFORCE"]).max()) for m in ("TIS", "DPPO", "VESPO"))
+    gap = max(_gap(on_policy[m], on_policy["REINFORCE"]) for m in ("TIS", "DPPO", "VESPO"))
     book.exact(f"sanity-on-policy-equal{suffix}", "on-policy, TIS, DPPO and VESPO give REINFORCE's final error "
                "(their ratios are 1)", gap, gap < 1e-6, "max |error − REINFORCE's| over seeds")
     budget = f["D"] - max(f["strengths"]["drop admission"])
@@ -175,21 +188,21 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
     rows = []
     for panel, strengths in f["strengths"].items():
         top = max(strengths)
-        diffs = {m: final_errors(frame, fidelity, panel, m, top) - final_errors(frame, fidelity, panel, m, min(strengths))
-                 for m in METHODS}
-        for group in _groups(diffs):
+        ends = {m: (final_errors(frame, fidelity, panel, m, top), final_errors(frame, fidelity, panel, m, min(strengths)))
+                for m in METHODS}
+        for group in _groups(ends):
             who = " = ".join(group) + (" (identical runs)" if len(group) > 1 else "")
             compare(group, f"{SLUGS[panel]}-raises-error-{{m}}", f"{panel} at {PANELS[panel]} = {top}: {who}'s "
-                    "final error rises", diffs[group[0]])
-        rows += [{"panel": panel, "strength": top, "method": m, "mean_diff": d.mean(), "seed": seed}
-                 for m, d in diffs.items()]
+                    "final error rises", *ends[group[0]])
+        rows += [{"panel": panel, "strength": top, "method": m, "mean_diff": np.nanmean(hi - lo), "seed": seed}
+                 for m, (hi, lo) in ends.items()]
     for panel, strengths in f["strengths"].items():
         top = max(strengths)
         dg = final_errors(frame, fidelity, panel, "DG", top)
-        diffs = {m: dg - final_errors(frame, fidelity, panel, m, top) for m in ("REINFORCE", "TIS")}
-        for group in _groups(diffs):
-            compare(group, "dg-below", f"{panel} at {top}: DG's final error is below {' = '.join(group)}'s",
-                    diffs[group[0]], above=False)
+        others = {m: (dg, final_errors(frame, fidelity, panel, m, top)) for m in ("REINFORCE", "TIS")}
+        for group in _groups(others):
+            compare(group, f"dg-below-{{m}}-{SLUGS[panel]}", f"{panel} at {top}: DG's final error is below "
+                    f"{' = '.join(group)}'s", *others[group[0]], above=False)
     return rows
 
 
