@@ -121,7 +121,7 @@ save_figure(fig, "llm-staleness", note=f"fidelity={fidelity}, {runs.seed.nunique
 # %%
 eq = equivalence.iloc[0]
 book.exact("staleness-0-equals-sync",
-           f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({int(eq.values_compared)} logged numbers; value: max |difference|)",
+           f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({eq.values_compared:.0f} logged numbers; value: max |difference|)",
            eq.max_abs_diff, bool(eq.max_abs_diff == 0.0 and eq.same_shape))
 # At quick fidelity (3 seeds, all the CPU suite affords for a Ray LM run) no test valid at that count
 # settles these comparisons, so they are reported there and asserted at paper and full fidelity (8
