@@ -194,8 +194,9 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
             who = " = ".join(group) + (" (identical runs)" if len(group) > 1 else "")
             compare(group, f"{SLUGS[panel]}-raises-error-{{m}}", f"{panel} at {PANELS[panel]} = {top}: {who}'s "
                     "final error rises", *ends[group[0]])
-        rows += [{"panel": panel, "strength": top, "method": m, "mean_diff": np.nanmean(hi - lo), "seed": seed}
-                 for m, (hi, lo) in ends.items()]
+        worst = {m: [np.nan_to_num(x, nan=1.0) for x in pair] for m, pair in ends.items()}  # diverged: error 1
+        rows += [{"panel": panel, "strength": top, "method": m, "mean_diff": float(np.mean(hi - lo)), "seed": seed}
+                 for m, (hi, lo) in worst.items()]
     for panel, strengths in f["strengths"].items():
         top = max(strengths)
         dg = final_errors(frame, fidelity, panel, "DG", top)
