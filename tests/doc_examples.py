@@ -37,12 +37,12 @@ class Block:
 
 
 def blocks(path: Path) -> list[Block]:
-    """Every fenced code block of ``path`` (but the output blocks), in order."""
+    """Every fenced block of ``path`` in order; a ``text`` block right after a code block is that
+    block's ``output``, not a block of its own (a ``text`` block after prose is one, checked only
+    where a test names its marker)."""
     text = path.read_text()
     out = []
     for m in _FENCE.finditer(text):
-        if m.group("lang") == "text":
-            continue  # an output block with nothing to run above it: prose, checked nowhere
         out.append(Block(m.group("lang"), m.group("code"), (m.group("marker") or "").strip(), m.group("output"),
                          text[: m.start()].count("\n") + 1))
     return out
@@ -77,4 +77,14 @@ def commands(output: str) -> list[tuple[str, str]]:
     return pairs
 
 
-__all__ = ["DOCS", "README", "ROOT", "Block", "blocks", "commands", "matches"]
+def setup_commands() -> list[str]:
+    """The two set-up commands at the top of the README (its first two bash blocks)."""
+    return [b.code.strip() for b in blocks(README) if b.lang == "bash"][:2]
+
+
+def code(lang: str, path: Path = README) -> list[tuple[str, str]]:
+    """(marker, code) of every ``lang`` block of ``path``."""
+    return [(b.marker, b.code) for b in blocks(path) if b.lang == lang]
+
+
+__all__ = ["DOCS", "README", "ROOT", "Block", "blocks", "code", "commands", "matches", "setup_commands"]

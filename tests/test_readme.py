@@ -8,7 +8,8 @@ import sys
 import pytest
 import torch
 
-from .readme_blocks import README, blocks, setup_commands
+from .doc_examples import README, setup_commands
+from .doc_examples import code as blocks
 
 ROOT = README.parent
 

@@ -1,1 +1,1 @@
-"""Tests of ``sandbox check`` (a package, so they can read the docs with ``tests.readme_blocks``)."""
+"""Tests of ``sandbox check`` (a package: tests/test_docs.py and tests/check/test_docs.py share a file name)."""

@@ -11,7 +11,7 @@ import yaml
 
 from sandbox.check import map_config
 from sandbox.cli import main
-from tests.readme_blocks import blocks
+from tests.doc_examples import code as blocks
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "check.md"
 FIXTURE = Path(__file__).parent / "fixtures" / "verl_dapo_async.yaml"
