@@ -112,7 +112,8 @@ def test_pmpo_hand_values():
 def test_trust_region_gradients_are_analytic(seed, B, T):
     toy = make_toy(shape=(B, T), seed=seed, off_policy=0.4)
     g = torch.Generator().manual_seed(seed + 1)
-    prox = toy.logp().detach() + 0.3 * torch.randn(toy.mask.shape, generator=g, dtype=torch.float64)
+    # a perturbed proximal policy, still log-probabilities (PGTerms refuses positive values)
+    prox = (toy.logp().detach() + 0.3 * torch.randn(toy.mask.shape, generator=g, dtype=torch.float64)).clamp(max=0.0)
     def terms():
         return toy.terms(proximal_logp=prox)
 
