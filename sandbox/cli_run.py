@@ -88,7 +88,7 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
         from sandbox.runtime.ray_async import check_async, train_async
 
         for config in configs:
-            check_async(config)  # before Ray starts
+            check_async(config, async_config)  # before Ray starts
         started = start_ray(async_config.address, max(2, async_config.n_workers + 1), progress=progress)
     frames, run_ids, paths = [], [], []
     try:

@@ -28,6 +28,8 @@ from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.stats import t_interval
 from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
+from sandbox.frictions.panels import PANELS as LIBRARY_PANELS
+from sandbox.frictions.panels import panel_settings
 from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job
@@ -36,11 +38,8 @@ from simulations.sequences import _job, final
 
 #: the one method table (``sandbox.scoring.recipes``): REINFORCE has no ratio, TIS truncates at C = 2
 METHODS: dict[str, dict] = {m: method_fields(m) for m in ("REINFORCE", "TIS", "DPPO", "VESPO", "DG")}
-PANELS = {
-    "top-p (full report)": "1 − top_p",
-    "partial rollouts": "chunks k",
-    "drop admission": "D − budget",
-}
+#: the three panels (label → what a strength is); ``sandbox.frictions.panels`` says how it enters the config
+PANELS = {name: LIBRARY_PANELS[name].axis for name in ("top-p (full report)", "partial rollouts", "drop admission")}
 SLUGS = {"top-p (full report)": "top-p", "partial rollouts": "partial", "drop admission": "drop"}
 SMALL = {"width": 16, "heads": 2, "layers": 1, "mlp": 32, "prompts_per_step": 4, "samples_per_prompt": 8}
 FIDELITY = {
@@ -56,17 +55,11 @@ FIDELITY["paper"] = {**FIDELITY["full"], "seeds_at": (3000, 4000)}
 
 
 def settings(panel: str, strength: float, D: int) -> dict:
-    """RunConfig fields of one panel at ``strength`` (its baseline at strength 0, chunks 1)."""
-    if panel == "top-p (full report)":
-        top_p = round(1.0 - float(strength), 6)
-        return {"frictions": (("truncated_sampling", {"top_p": top_p, "report": "full"}),)} if strength else {}
-    delay = {"kind": "uniform", "D": D}
-    if panel == "partial rollouts":
-        chunks = int(strength)
-        return {"staleness": delay, "frictions": (("partial_rollouts", {"chunks": chunks}),) if chunks > 1 else ()}
-    if panel == "drop admission":
-        return {"staleness": {**delay, "admission": "drop", "budget": D - int(strength)} if strength else delay}
-    raise ValueError(f"panel must be one of {list(PANELS)}, got {panel!r}")
+    """RunConfig fields of one panel at ``strength`` (its baseline at strength 0, chunks 1); the
+    partial-rollout and drop panels run under the uniform delay U{0..D}."""
+    check_choice("panel", panel, tuple(PANELS))
+    delayed = {} if panel == "top-p (full report)" else {"staleness": {"kind": "uniform", "D": D}}
+    return panel_settings([(panel, strength)], delayed)
 
 
 def setting(panel: str, strength: float, D: int) -> str:

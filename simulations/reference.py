@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sandbox.frictions.panels import panel_settings
 from simulations import ROOT, Figure, Plan, register_figure
-from simulations.sequences import FIDELITY, combine, friction_settings, run_jobs
+from simulations.sequences import FIDELITY, run_jobs
 
 DATA = ROOT / "simulations" / "data"
 #: the reference code's clean curves (1,000 steps) and its friction curves (600 steps)
@@ -121,7 +122,7 @@ def steps_to_reward(frame: pd.DataFrame, reward: str, threshold: float = MATCH_R
 
 def config_settings(config: str) -> dict:
     """RunConfig fields of a reference-match configuration."""
-    return combine([friction_settings(panel, strength) for panel, strength in CONFIGS[config]])
+    return panel_settings(CONFIGS[config])
 
 
 def match_plan(fidelity: str) -> Plan:

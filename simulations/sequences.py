@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from sandbox.analysis.stability import seed_mean
+from sandbox.frictions.panels import PANELS as LIBRARY_PANELS
+from sandbox.frictions.panels import panel_settings
 from sandbox.methods import method
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.sweep import Job, intra_op_threads
@@ -42,13 +44,9 @@ METHODS: dict[str, dict] = {m: method(m) for m in ("PG", "REINFORCE", "PPO", "PM
 #: (``SequenceTask.sequence_error``; the fidelity's ``seq_error``)
 TASK = {"match": "per_position"}
 
-#: the four friction panels: (label, how a strength enters the run config)
-PANELS = {
-    "staleness": "actor D steps behind (fixed delay)",
-    "actor bug": "landmine: the constant all-zeros answer with prob. p, reported μ = 1",
-    "reward corruption": "Bernoulli: reward replaced by 0 or 1 with prob. p",
-    "rare discovery": "correct answer injected with prob. p, reported μ = 1",
-}
+#: the four friction panels: (label, what a strength is; the library's ``sandbox.frictions.panels``
+#: says how it enters the run config)
+PANELS = {name: LIBRARY_PANELS[name].axis for name in ("staleness", "actor bug", "reward corruption", "rare discovery")}
 
 #: the papers' budgets, as far as the text available offline says (simulations/data/PUBLISHED.md):
 #: P1's reversal K = 1,000 (a third-party summary; K = learner steps in the reference launcher);
@@ -121,30 +119,6 @@ FIDELITY["full"] = {
 
 
 # ----------------------------------------------------------------------------- run configs and jobs
-def friction_settings(panel: str, strength: float) -> dict:
-    """RunConfig fields of one friction panel at ``strength`` (0 = none)."""
-    if panel not in PANELS:
-        raise ValueError(f"panel must be one of {list(PANELS)}, got {panel!r}")
-    if strength == 0:
-        return {}
-    if panel == "staleness":
-        return {"staleness": {"kind": "fixed", "D": int(strength)}}
-    name, knob = {"actor bug": ("landmine", "p_bug"), "reward corruption": ("bernoulli_reward", "p"),
-                  "rare discovery": ("rare_discovery", "p_disc")}[panel]
-    return {"frictions": ((name, {knob: float(strength)}),)}
-
-
-def combine(settings: list[dict]) -> dict:
-    """Several panels' settings at once (staleness, then the frictions in the order given)."""
-    out: dict = {}
-    for s in settings:
-        if "staleness" in s:
-            out["staleness"] = s["staleness"]
-        if "frictions" in s:
-            out["frictions"] = out.get("frictions", ()) + s["frictions"]
-    return out
-
-
 def run_jobs(fidelity: str, method: str, *, H: int, steps: int, V: int = 2, settings: dict | None = None,
              task: dict | None = None, spec: dict | None = None, seeds: int | None = None,
              log_points: int | None = None) -> list[Job]:
@@ -219,13 +193,13 @@ def friction_plan(fidelity: str) -> Plan:
             for s in strengths:
                 plan.append(({"panel": panel, "strength": s},
                              run_jobs(fidelity, m, H=f["H"], steps=f["friction_steps"], seeds=f["friction_seeds"],
-                                      settings=friction_settings(panel, s))))
+                                      settings=panel_settings([(panel, s)]))))
     return plan
 
 
 def all_friction_plan(fidelity: str) -> Plan:
     f = FIDELITY[fidelity]
-    settings = combine([friction_settings(p, s) for p, s in f["all_strengths"].items()])
+    settings = panel_settings(f["all_strengths"].items())
     return [({}, run_jobs(fidelity, m, H=H, steps=f["all_steps"], settings=settings, seeds=f["all_seeds"]))
             for m in f["all_methods"] for H in f["all_H"]]
 
@@ -303,5 +277,5 @@ register_figure(Figure("all-frictions", "sequences", "All four frictions at once
                        None, "notebooks/all_frictions.py", plan=all_friction_plan))
 
 
-__all__ = ["FIDELITY", "METHODS", "PANELS", "PAPER_BUDGETS", "TASK", "budget_note", "combine", "cumulative", "curves",
-           "final", "friction_settings", "log_slopes", "run_jobs", "steps_to_error", "train_run"]
+__all__ = ["FIDELITY", "METHODS", "PANELS", "PAPER_BUDGETS", "TASK", "budget_note", "cumulative", "curves",
+           "final", "log_slopes", "run_jobs", "steps_to_error", "train_run"]

@@ -1,10 +1,12 @@
 """Frictions: composable, seeded transforms of the actor and of the reward.
 
-A friction never edits an environment or a policy: the actor calls its hooks while sampling.
+A friction never edits an environment or a policy: the actor calls its hooks while sampling. The
+stack is one pipeline, from the version the actor samples with to what the learner admits:
 
-    params → actor_params → logits → actor_logits → probs → actor_probs → sample
+    delay (the schedule: version t − d_t) → params → actor_params → logits → actor_logits → probs → actor_probs → sample
                                                       probs → actor_reported_probs → reported μ
            → override (replace rows: landmine, rare discovery) → reward (corruption)
+           → admit (the schedule's admission: pace, drop or mask what is staler than its budget)
 
 Each friction is a frozen dataclass with a *strength* field that sweeps can vary; strength 0 is
 the identity, bit for bit. ``behavior_logp`` is what the actor reports, ``true_logp`` what it
@@ -21,7 +23,9 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
+from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
+from sandbox.frictions.staleness import DelaySchedule
 
 FRICTIONS: Registry[Friction] = Registry("friction")
 
@@ -122,16 +126,24 @@ class Friction:
 
 
 class FrictionStack:
-    """An ordered composition of frictions, applied by actors at each hook."""
+    """An ordered composition of frictions, applied by actors at each hook, behind one delay
+    schedule (its first and last stages: ``delay`` picks the version the actor samples with,
+    ``admit`` what of the rollout the learner takes); the same object in the simulated and the Ray
+    runtimes."""
 
-    def __init__(self, frictions: Sequence[Friction] = ()) -> None:
+    def __init__(self, frictions: Sequence[Friction] = (), schedule: DelaySchedule | None = None) -> None:
         for f in frictions:
             if not isinstance(f, Friction):
                 raise ValueError(f"frictions must be Friction instances, got {type(f).__name__}")
+        if schedule is not None and not isinstance(schedule, DelaySchedule):
+            raise ValueError(f"schedule must be a DelaySchedule, got {type(schedule).__name__}")
         self.frictions = [f for f in frictions if f.active]
+        self.schedule = schedule or DelaySchedule()
 
     @classmethod
-    def from_config(cls, spec: Sequence[tuple[str, dict]] | Sequence[Friction]) -> FrictionStack:
+    def from_config(cls, spec: Sequence[tuple[str, dict]] | Sequence[Friction],
+                    staleness: dict | DelaySchedule | None = None) -> FrictionStack:
+        """The stack of ``RunConfig.frictions`` behind the schedule of ``RunConfig.staleness``."""
         items = []
         for entry in spec:
             if isinstance(entry, Friction):
@@ -139,10 +151,24 @@ class FrictionStack:
             else:
                 name, kwargs = entry
                 items.append(make_friction(name, **dict(kwargs)))
-        return cls(items)
+        return cls(items, DelaySchedule.from_dict(staleness))
 
     def __bool__(self) -> bool:
+        """True when a friction changes what the actor samples or the reward (the schedule aside)."""
         return bool(self.frictions)
+
+    @property
+    def max_delay(self) -> int:
+        """The largest d_t the schedule gives: the stale versions a runtime must keep."""
+        return self.schedule.max_delay
+
+    def delay(self, step: int, seed: int) -> int:
+        """d_t: the actor of learner step ``step`` samples with version step − d_t."""
+        return self.schedule.delay(step, seed)
+
+    def admit(self, rollout: Rollout, step: int) -> tuple[Rollout, Tensor | None]:
+        """The rollout as the learner admits it at ``step`` (``DelaySchedule.admit``)."""
+        return self.schedule.admit(rollout, step)
 
     def actor_params(self, params, ctx):
         for f in self.frictions:

@@ -1,8 +1,10 @@
 """Staleness: the actor samples with the learner's parameters from d_t steps ago.
 
-A delay schedule gives d_t for every learner step t; ``sandbox.runtime.history`` keeps the
-parameter versions (or the eagerly sampled rollouts) that the schedule needs. D = 0 reproduces the
-synchronous loop bit for bit.
+A delay schedule gives d_t for every learner step t; it is the first stage of the friction stack
+(``FrictionStack.schedule``), built from ``RunConfig.staleness`` and validated here, once. The
+simulated loop (``sandbox.runtime.history`` keeps the versions it needs) and the Ray runtime
+(``sandbox.runtime.ray_async``, which starts the rollout of step t with version t − d_t) realise the
+same object. D = 0 reproduces the synchronous loop bit for bit.
 
 Admission (AReaL's staleness control, ``max_head_offpolicyness``): with a ``budget`` b the learner
 either paces the actor so that no rollout is staler than b (``'pace'``: d_t ← min(d_t, b), what
@@ -13,6 +15,7 @@ applies it to a rollout, once, for the simulated and the Ray runtimes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -21,7 +24,7 @@ from torch import Tensor
 
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
-from sandbox.core.validation import check_choice, check_int, check_range
+from sandbox.core.validation import check_choice, check_field_types, check_int, check_range
 
 DELAY_KINDS = ("none", "fixed", "uniform", "geometric", "per_actor")
 ADMISSIONS = ("pace", "drop", "mask")
@@ -58,6 +61,27 @@ class DelaySchedule:
         check_choice("admission", self.admission, ADMISSIONS)
         if self.budget is not None:
             check_int("budget", self.budget, low=0)
+        elif self.admission != "pace":  # without a budget every rollout would be admitted, silently
+            raise ValueError(f"staleness admission={self.admission!r} needs a budget: set staleness.budget to an "
+                             "int ≥ 0 (the largest staleness admitted)")
+
+    @classmethod
+    def from_dict(cls, fields: dict | DelaySchedule | None) -> DelaySchedule:
+        """The schedule of ``RunConfig.staleness`` ({} or None: synchronous); unknown or mistyped
+        fields raise one ``ValueError`` line."""
+        if isinstance(fields, DelaySchedule):
+            return fields
+        fields = dict(fields or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        if set(fields) - known:
+            raise ValueError(f"unknown field(s) {sorted(set(fields) - known)}; valid: {sorted(known)}")
+        check_field_types(cls, fields)
+        return cls(**fields)
+
+    @property
+    def active(self) -> bool:
+        """False for the synchronous loop with every rollout admitted (the identity stage)."""
+        return self.max_delay > 0 or (self.budget is not None and self.admission != "pace")
 
     @property
     def paces(self) -> bool:

@@ -39,9 +39,9 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
     frictions = task.frictions
     if task.enumerates:
         return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
+    resumer = require_versions(frictions, params_of, latest)
     batch = task.draw_batch(generator)
     ctx = task.friction_context(batch, seed)
-    resumer = next((f for f in frictions.frictions if f.resumes_versions), None)
     with torch.no_grad():
         params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
         chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
@@ -50,9 +50,6 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
             drawn = task.sample(params, batch, chain, generator)
             versions = torch.full(drawn.actions.shape, int(version), dtype=torch.long)
         else:
-            if params_of is None or latest is None:
-                raise ValueError(f"friction {resumer.name!r} resumes sequences with newer weights: the actor needs "
-                                 "params_of and latest (the simulated loop with history='params')")
             *drawn, versions = resumer.sample(task, batch, chain, generator, version, latest,
                                               lambda v: frictions.actor_params(list(params_of(v)), ctx))
             drawn = PolicySample(*drawn)
@@ -85,6 +82,17 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
         version=versions.to(sample.actions.device),
         extras=extras,
     )
+
+
+def require_versions(frictions: FrictionStack, params_of: VersionLookup | None, latest: int | None):
+    """The friction that resumes sequences with newer weights (``resumes_versions``), or None; it
+    needs ``params_of`` and ``latest``, which only the simulated loop with history='params' has."""
+    resumer = next((f for f in frictions.frictions if f.resumes_versions), None)
+    if resumer is not None and (params_of is None or latest is None):
+        raise ValueError(f"frictions: {resumer.name!r} resumes sequences with newer weights: the actor needs every held "
+                         "version (params_of, latest), which only the simulated loop with history='params' has, not the "
+                         "Ray runtime's workers")
+    return resumer
 
 
 def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequence[Tensor], version: int,

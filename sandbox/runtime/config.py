@@ -66,7 +66,8 @@ class RunConfig:
         optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size (None: the task's
             ``default_optimizer`` / ``default_lr``, settings that learn; resolved at construction,
             so the stored config and its hash hold the values used).
-        staleness: DelaySchedule fields ({} = synchronous).
+        staleness: the delay schedule and admission, ``DelaySchedule`` fields ({} = synchronous): the
+            first stage of the friction stack, realised alike by the simulated loop and by Ray.
         frictions: ((name, kwargs), …) actor and reward frictions.
         proximal: π_prox = μ ('behavior'), the learner's own log-probs at the start of the update
             ('recompute'), or 'auto' (recompute for decoupled_ppo, μ otherwise).
@@ -158,10 +159,7 @@ class RunConfig:
             cls = _build(where, registry.get, entry)
             _build(where_kwargs, check_field_types, cls, kwargs)
             built[where] = _build(where_kwargs, registry.make, entry, **kwargs)
-        known = {f.name for f in dataclasses.fields(DelaySchedule)}
-        if set(self.staleness) - known:
-            raise ValueError(f"staleness: unknown field(s) {sorted(set(self.staleness) - known)}; valid: {sorted(known)}")
-        schedule = _build("staleness", DelaySchedule, **self.staleness)
+        schedule = _build("staleness", DelaySchedule.from_dict, self.staleness)
         stale = min(schedule.max_delay, self.steps)  # snapshots of parameters or rollouts the run keeps
         why = f"staleness D={schedule.max_delay} (history={self.history!r} keeps {stale} stale copies)" if stale else ""
         _build("task_kwargs", check_task_memory, built["task"], stale * (self.history == "params"),

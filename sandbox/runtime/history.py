@@ -1,6 +1,6 @@
 """Where stale versions live: a ring of parameter snapshots, or a queue of eager rollouts.
 
-``ParameterHistory`` keeps only the versions the delay schedule can still ask for — a ring of
+``ParameterHistory`` keeps only the versions the friction stack's delay schedule can still ask for — a ring of
 ``max_delay + 1`` snapshots. For large fixed delays on models larger than a batch, ``RolloutQueue``
 keeps the *rollouts* instead, sampled eagerly while their parameters are current: D small batches
 instead of D models. Rollout randomness derives from (seed, step), so both give the same numbers.
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from torch import Tensor
 
 from sandbox.core.validation import check_range
-from sandbox.frictions.staleness import DelaySchedule
+from sandbox.frictions.base import FrictionStack
 
 
 class ParameterHistory:
@@ -62,11 +62,12 @@ class RolloutQueue:
     """Eager sampling for delays: at version v, sample now every future step t with t − d_t = v.
 
     ``fill(version, sample)`` calls ``sample(step)`` for those steps (parameters are current);
-    ``pop(step)`` returns the rollout for ``step``. Holds at most max_delay + 1 rollouts.
+    ``pop(step)`` returns the rollout for ``step``. Holds at most max_delay + 1 rollouts. ``stack``
+    gives d_t (``FrictionStack.delay``).
     """
 
-    def __init__(self, schedule: DelaySchedule, seed: int, steps: int) -> None:
-        self.schedule, self.seed, self.steps = schedule, seed, steps
+    def __init__(self, stack: FrictionStack, seed: int, steps: int) -> None:
+        self.stack, self.seed, self.steps = stack, seed, steps
         self._pending: dict[int, object] = {}
         self._next = 0  # first step whose rollout has not been scheduled yet
         self._due: dict[int, list[int]] = {}
@@ -74,11 +75,11 @@ class RolloutQueue:
     def _schedule_until(self, horizon: int) -> None:
         while self._next <= min(horizon, self.steps - 1):
             t = self._next
-            self._due.setdefault(t - self.schedule.delay(t, self.seed), []).append(t)
+            self._due.setdefault(t - self.stack.delay(t, self.seed), []).append(t)
             self._next += 1
 
     def fill(self, version: int, sample: Callable[[int], object]) -> None:
-        self._schedule_until(version + self.schedule.max_delay)
+        self._schedule_until(version + self.stack.max_delay)
         for t in self._due.pop(version, []):
             self._pending[t] = sample(t)
 

@@ -38,7 +38,7 @@ from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine
 from sandbox.estimators import make_estimator
-from sandbox.frictions import DelaySchedule, FrictionStack
+from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
@@ -63,13 +63,12 @@ class ActorLearner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.task = make_task(config.task, **config.task_kwargs)
-        self.frictions = FrictionStack.from_config(config.frictions)
+        self.frictions = FrictionStack.from_config(config.frictions, config.staleness)  # delay → … → admission
         self.task.attach_frictions(self.frictions)
         self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
         self.advantage = make_advantage(config.advantage, **config.advantage_kwargs)
         self.controllers = [make_controller(name, **kw) for name, kw in config.controllers]
         self.optimizer = PopulationOptimizer(config.optimizer, lr=config.lr)
-        self.schedule = DelaySchedule(**config.staleness)
         self.population = int(self.task.population)
         self.recompute_proximal = config.proximal == "recompute" or (
             config.proximal == "auto" and self.estimator.recomputes_proximal
@@ -86,12 +85,12 @@ class ActorLearner:
         self.pending: dict[str, Tensor] = {}  # metrics of the last update, logged at the next logged step
         self.next_step, self.elapsed = 0, 0.0
         if config.history == "params":
-            self.history: ParameterHistory | None = ParameterHistory(self.schedule.max_delay + 1)
+            self.history: ParameterHistory | None = ParameterHistory(self.frictions.max_delay + 1)
             self.history.push(0, self.params)
             self.queue: RolloutQueue | None = None
         else:
             self.history = None
-            self.queue = RolloutQueue(self.schedule, config.seed, config.steps)
+            self.queue = RolloutQueue(self.frictions, config.seed, config.steps)
             self.queue.fill(0, self._sample_current)
 
     # ------------------------------------------------------------------ actor
@@ -100,13 +99,13 @@ class ActorLearner:
         return collect(self.task, actor_params, version, gen, self.config.seed, **versions)
 
     def _sample_current(self, step: int) -> Rollout:
-        return self._sample([p.detach() for p in self.params], step, step - self.schedule.delay(step, self.config.seed))
+        return self._sample([p.detach() for p in self.params], step, step - self.frictions.delay(step, self.config.seed))
 
     def rollout(self, step: int) -> Rollout:
         """The batch the learner consumes at ``step``, sampled with the parameters of step − d_t."""
         if self.queue is not None:
             return self.queue.pop(step)
-        version = step - self.schedule.delay(step, self.config.seed)
+        version = step - self.frictions.delay(step, self.config.seed)
         return self._sample(self.history.get(version), step, version, params_of=self.history.get, latest=step)
 
     # ------------------------------------------------------------------ learner
@@ -114,7 +113,7 @@ class ActorLearner:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
         S = self.population
         rollout = self._quarantine(rollout)
-        admitted, dropped = self.schedule.admit(rollout, step)
+        admitted, dropped = self.frictions.admit(rollout, step)
         waiting = torch.zeros(S, dtype=torch.bool)
         if dropped is not None:  # admission: a member with no admitted token waits (no optimiser step)
             self._admission = (self._admission[0] + dropped, self._admission[1] + 1)

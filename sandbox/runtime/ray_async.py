@@ -5,15 +5,17 @@ the learner (this process, an ``ActorLearner``) updates. Weights go to the worke
 object store every ``broadcast_every`` steps; every token is stamped with the learner version
 that produced it, so staleness is measured per token.
 
-Admission control (AReaL-style): the rollout of step t is only *started* when the version it will
-use is at most ``max_staleness`` behind t — nothing is sampled that would have to be dropped.
+The staleness is the run's own: the delay schedule and admission of ``RunConfig.staleness`` (the
+first and last stages of its friction stack), the same object the simulated loop realises. The
+rollout of step t is only *started* when the version the schedule gives it is published — nothing
+is sampled that would have to be dropped — and the learner admits what the schedule admits.
 
-- ``mode="fixed_lag"``: step t samples with the newest published version ≤ t − s. Deterministic:
-  with s = 0 it reproduces the synchronous loop bit for bit, and with ``broadcast_every=1`` it
-  equals the simulated fixed delay D = s bit for bit — while sampling really overlaps learning.
+- ``mode="fixed_lag"``: step t samples with the newest published version ≤ t − d_t.
+  Deterministic: with ``broadcast_every=1`` it equals the simulated run of the same config bit for
+  bit (staleness {} is the synchronous loop) — while sampling really overlaps learning.
 - ``mode="bounded"``: a worker that becomes idle takes the next step with the *newest* weights,
-  if that step is within s of them; the staleness of each batch then depends on timing, as in
-  production systems.
+  if that step is within the schedule's bound (``max_delay``) of them; the staleness of each batch
+  then depends on timing, as in production systems.
 
 Faults: a worker that dies is restarted and its step re-sampled; since a rollout's randomness
 derives from (seed, step), the replacement is identical — no rollout is lost or counted twice.
@@ -38,8 +40,8 @@ from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
-from sandbox.frictions.staleness import ADMISSIONS, DelaySchedule
-from sandbox.runtime.actor import collect
+from sandbox.frictions.staleness import DelaySchedule
+from sandbox.runtime.actor import collect, require_versions
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner, labelled
@@ -53,25 +55,27 @@ MODES = ("fixed_lag", "bounded")
 
 @dataclass(frozen=True)
 class AsyncConfig:
-    """How the actor-learner is distributed (the run itself is a ``RunConfig``).
+    """How the actor-learner is distributed; the run itself, its staleness included, is a
+    ``RunConfig`` (``RunConfig.staleness``: one knob for the simulated and the Ray runtimes).
 
     Attributes:
         n_workers: rollout workers (Ray actors), ≥ 1.
-        max_staleness: s, the staleness budget in learner steps (the queue's capacity), ≥ 0.
-        mode: 'fixed_lag' (deterministic) or 'bounded' (newest weights, timing-dependent).
+        mode: 'fixed_lag' (the schedule's d_t, deterministic) or 'bounded' (newest weights within
+            the schedule's bound, timing-dependent).
         broadcast_every: k, publish weights every k learner steps, ≥ 1.
         address: Ray cluster address ('auto', 'ray://host:10001', …); None starts a local Ray.
         num_cpus_per_worker: CPUs reserved per worker (fractions allowed).
         num_gpus_per_worker: GPUs reserved per worker.
         checkpoint_path, checkpoint_every: the learner's checkpoint (0 = never).
         max_restarts: how many worker deaths the run survives in total.
-        admission: 'pace' (admission control alone keeps staleness ≤ s) or, on top of it, 'drop' /
-            'mask' the rows / tokens staler than ``admission_budget`` at the learner
-            (``DelaySchedule.admit``: the fraction of prompts that never reach it is logged).
+        max_staleness, admission, admission_budget: shorthands of ``RunConfig.staleness``
+            ``{"kind": "fixed", "D": max_staleness, "admission": …, "budget": admission_budget}``
+            (``staleness()``; stored jobs and scripts spell them), validated as that schedule and
+            refused next to a ``RunConfig.staleness``.
     """
 
     n_workers: int = 1
-    max_staleness: int = 0
+    max_staleness: int = 0  # shorthand (see above)
     mode: str = "fixed_lag"
     broadcast_every: int = 1
     address: str | None = None
@@ -81,24 +85,40 @@ class AsyncConfig:
     checkpoint_every: int = 0
     max_restarts: int = 10
     admission: str = "pace"
-    admission_budget: int | None = None  # needed by 'drop' and 'mask', ≥ 0
+    admission_budget: int | None = None  # shorthand (see above)
 
     def __post_init__(self) -> None:
         check_range("n_workers", self.n_workers, low=1)
-        check_range("max_staleness", self.max_staleness, low=0)
         check_choice("mode", self.mode, MODES)
         check_range("broadcast_every", self.broadcast_every, low=1)
         check_range("num_cpus_per_worker", self.num_cpus_per_worker, low=0.0)
         check_range("num_gpus_per_worker", self.num_gpus_per_worker, low=0.0)
         check_range("checkpoint_every", self.checkpoint_every, low=0)
         check_range("max_restarts", self.max_restarts, low=0)
-        check_choice("admission", self.admission, ADMISSIONS)
-        if self.admission != "pace" and self.admission_budget is None:
-            raise ValueError(f"admission_budget must be an int ≥ 0 with admission={self.admission!r}, got None")
-        if self.admission_budget is not None:
-            check_range("admission_budget", self.admission_budget, low=0)
         if self.checkpoint_every and not self.checkpoint_path:
             raise ValueError("checkpoint_every > 0 needs checkpoint_path")
+        try:
+            DelaySchedule.from_dict(self.staleness())
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"max_staleness/admission/admission_budget (staleness {self.staleness()}): "
+                             + " ".join(str(err).split())) from None
+
+    def staleness(self) -> dict:
+        """The ``RunConfig.staleness`` the shorthands stand for ({} when none is set)."""
+        out = {"kind": "fixed", "D": self.max_staleness} if self.max_staleness else {}
+        if self.admission != "pace" or self.admission_budget is not None:
+            out |= {"admission": self.admission, "budget": self.admission_budget}
+        return out
+
+    def realise(self, config: RunConfig) -> RunConfig:
+        """``config`` with the shorthands moved into its ``staleness`` (given twice: refused)."""
+        shorthand = self.staleness()
+        if not shorthand:
+            return config
+        if config.staleness:
+            raise ValueError(f"staleness is given twice: RunConfig.staleness={config.staleness} and AsyncConfig "
+                             f"max_staleness/admission ({shorthand}); give it once, as RunConfig.staleness")
+        return config.replace(staleness=shorthand)
 
 
 class RolloutWorker:
@@ -108,7 +128,7 @@ class RolloutWorker:
         torch.set_num_threads(threads)
         self.config = RunConfig.from_dict(config)
         self.task = make_task(self.config.task, **self.config.task_kwargs)
-        self.frictions = FrictionStack.from_config(self.config.frictions)
+        self.frictions = FrictionStack.from_config(self.config.frictions, self.config.staleness)
         self.task.attach_frictions(self.frictions)
         # the task's own state (e.g. the bandit's correct arms) is drawn with the parameters
         self.task.init_params(derived_generator(self.config.seed, "init"))
@@ -167,13 +187,17 @@ def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
                      f"or the same with more steps (checkpoint: steps={saved.steps})")
 
 
-def check_async(config: RunConfig) -> None:
-    """A run the Ray runtime can take (checked before Ray starts): its staleness is real, so the
-    config must not simulate one."""
-    if config.staleness:
-        raise ValueError(f"staleness {config.staleness} is simulated, but with the Ray runtime (--async-workers) "
-                         "staleness is real: leave RunConfig.staleness empty and set AsyncConfig.max_staleness "
-                         "(--max-staleness)")
+def check_async(config: RunConfig, async_config: AsyncConfig | None = None) -> RunConfig:
+    """The run the Ray runtime realises (checked before Ray starts): ``config`` with the async
+    config's staleness shorthands. Its workers sample every batch, so a friction that resumes
+    sequences with the learner's newer weights, or an eager rollout queue, is refused."""
+    config = (async_config or AsyncConfig()).realise(config)
+    stack = FrictionStack.from_config(config.frictions, config.staleness)
+    require_versions(stack, None, None)  # the simulated actor's refusal, raised before Ray starts
+    if config.history == "rollouts" and stack.max_delay:
+        raise ValueError("history='rollouts' samples the stale batches in the learner's process, but on Ray the "
+                         "workers sample them: set history='params'")
+    return config
 
 
 class AsyncRunner:
@@ -183,8 +207,8 @@ class AsyncRunner:
         import ray
 
         self.ray = ray
+        config = check_async(config, async_config)  # the run Ray realises, its staleness in RunConfig.staleness
         self.config, self.acfg = config, async_config
-        check_async(config)
         path = async_config.checkpoint_path
         self.learner = _Learner(config)
         if resume and path and Path(path).is_file():
@@ -193,9 +217,7 @@ class AsyncRunner:
             self.learner.load_state_dict(state)
             self.learner.stats = AsyncStats(**state.get("async_stats", {}))
             log.info("resumed from %s at step %d", path, self.learner.next_step)
-        if async_config.admission != "pace":  # the learner drops or masks what is staler than the budget
-            self.learner.schedule = DelaySchedule(admission=async_config.admission, budget=async_config.admission_budget)
-        s, k = async_config.max_staleness, async_config.broadcast_every
+        s, k = self.learner.frictions.max_delay, async_config.broadcast_every
         if self.learner.history is None or self.learner.history.capacity < s + k + 1:
             history = ParameterHistory(s + k + 1)
             for version in range(max(0, self.learner.next_step - s - k), self.learner.next_step + 1):
@@ -232,16 +254,16 @@ class AsyncRunner:
     def _version_for(self, step: int) -> int | None:
         """The version step ``step`` samples with, or None while admission control must wait.
 
-        fixed_lag: v(t) = ⌊max(0, t − s)/k⌋·k, once published. bounded: the newest published
-        version, if t − v ≤ s.
+        fixed_lag: v(t) = ⌊(t − d_t)/k⌋·k, once published (d_t of the run's schedule). bounded:
+        the newest published version, if t − v ≤ max_delay.
         """
-        s, k = self.acfg.max_staleness, self.acfg.broadcast_every
+        stack, k = self.learner.frictions, self.acfg.broadcast_every
         if self.acfg.mode == "fixed_lag":
-            target = max(0, step - s)
+            target = step - stack.delay(step, self.config.seed)
             version = target - target % k
             return version if version in self._published else None
         newest = self._newest_published()
-        return newest if newest is not None and step - newest <= s else None
+        return newest if newest is not None and step - newest <= stack.max_delay else None
 
     def _assign(self) -> None:
         """Give idle workers the next steps that admission control allows."""
@@ -314,7 +336,7 @@ class AsyncRunner:
         # keep what a future assignment or a restart of an in-flight request can still use
         in_flight = {slot.request[1] for slot in self._slots if slot.request is not None}
         if self.acfg.mode == "fixed_lag":
-            target = max(0, self._next_step - self.acfg.max_staleness)
+            target = max(0, self._next_step - self.learner.frictions.max_delay)  # no future t − d_t is older
             floor = target - target % self.acfg.broadcast_every
         else:
             floor = self._newest_published()
@@ -349,7 +371,8 @@ class AsyncRunner:
 def train_async(config: RunConfig, async_config: AsyncConfig | None = None, progress: bool = False,
                 resume: bool = False) -> pd.DataFrame:
     """``train`` with real asynchrony: the same rows, plus restarts and the learner's waiting time."""
-    return labelled(AsyncRunner(config, async_config or AsyncConfig(), resume=resume).run(progress=progress), config)
+    runner = AsyncRunner(config, async_config or AsyncConfig(), resume=resume)
+    return labelled(runner.run(progress=progress), runner.config)
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:

@@ -30,9 +30,10 @@ def test_pace_caps_the_delay_and_the_history():
     assert [schedule.delay(t, 0) for t in range(6)] == [0, 1, 2, 2, 2, 2]
     assert schedule.max_delay == 2
     rollout = _rollout(VERSION)
-    for unfiltered in (schedule, DelaySchedule("fixed", D=5, admission="drop")):  # pace; no budget
-        admitted, dropped = unfiltered.admit(rollout, 10)
-        assert admitted is rollout and dropped is None
+    admitted, dropped = schedule.admit(rollout, 10)
+    assert admitted is rollout and dropped is None
+    with pytest.raises(ValueError, match="admission='drop' needs a budget"):  # it would admit every rollout
+        DelaySchedule("fixed", D=5, admission="drop")
 
 
 def test_drop_and_mask_by_hand():
@@ -83,7 +84,7 @@ def test_ray_runtime_drops_what_is_staler_than_the_budget():
     ray = pytest.importorskip("ray")
     from sandbox.runtime.ray_async import AsyncConfig, train_async
 
-    with pytest.raises(ValueError, match="admission_budget"):
+    with pytest.raises(ValueError, match="admission_budget .*needs a budget"):  # the schedule's own check
         AsyncConfig(admission="drop")
     with pytest.raises(ValueError, match="admission"):
         AsyncConfig(admission="wait", admission_budget=1)
@@ -110,7 +111,7 @@ def test_mask_keeps_the_fresh_chunks_of_a_partial_rollout():
     learner = ActorLearner(config)
     for step in range(6):
         rollout = learner.rollout(step)
-        admitted, dropped = learner.schedule.admit(rollout, step)
+        admitted, dropped = learner.frictions.admit(rollout, step)
         stale_first = min(step, 3) > 1  # chunk 0 (tokens 0, 1) has version t − min(t, 3); chunk 1 is t's
         assert bool(admitted.mask[..., :2].any()) == (not stale_first) and bool(admitted.mask[..., 2:].all())
         assert dropped.tolist() == [0.0]  # every prompt keeps its fresh chunk

@@ -5,6 +5,7 @@ estimator"). Changing anything here changes the battery's hash: bump ``version``
 hash in ``versions.py`` (tests/scoring/test_battery.py fails until you do).
 """
 
+from sandbox.frictions.panels import panel_settings
 from sandbox.scoring.batteries import uniform_reversal_error
 
 #: the reversal cells pin the to-first-error reward (``match``): the sequence figures use
@@ -44,25 +45,24 @@ BATTERY = {
         {"name": "bandit/stale-actor", "env": "bandit", "friction": "staleness",
          "probe": {"p_correct": 0.99, "actor": "stale", "p_actor": 0.5}},
         {"name": "mnist/stale-D4", "env": "mnist", "friction": "staleness",
-         "run": {"staleness": {"kind": "fixed", "D": 4}, "history": "rollouts"}},
+         "run": panel_settings([("staleness", 4)], {"history": "rollouts"})},
         {"name": "mnist/stale-D128", "env": "mnist", "friction": "staleness",
-         "run": {"staleness": {"kind": "fixed", "D": 128}, "history": "rollouts"}},
+         "run": panel_settings([("staleness", 128)], {"history": "rollouts"})},
         {"name": "mnist/label-flip", "env": "mnist", "friction": "reward corruption",
          "run": {"frictions": [["label_flip", {"p": 0.3}]]}},
         {"name": "mnist/actor-bug", "env": "mnist", "friction": "actor bug",
-         "run": {"frictions": [["landmine", {"p_bug": 0.2}]]}},
+         "run": panel_settings([("actor bug", 0.2)])},
         {"name": "reversal/stale-D8", "env": "reversal", "friction": "staleness",
-         "run": {"staleness": {"kind": "fixed", "D": 8}}},
+         "run": panel_settings([("staleness", 8)])},
         {"name": "reversal/landmine", "env": "reversal", "friction": "actor bug",
-         "run": {"frictions": [["landmine", {"p_bug": 0.1}]]}},
+         "run": panel_settings([("actor bug", 0.1)])},
         {"name": "reversal/reward-flip", "env": "reversal", "friction": "reward corruption",
-         "run": {"frictions": [["bernoulli_reward", {"p": 0.2}]]}},
+         "run": panel_settings([("reward corruption", 0.2)])},
         {"name": "reversal/rare-discovery", "env": "reversal", "friction": "rare discovery",
-         "run": {"frictions": [["rare_discovery", {"p_disc": 0.05}]]}},
+         "run": panel_settings([("rare discovery", 0.05)])},
         {"name": "reversal/all-four", "env": "reversal", "friction": "all four",
-         "run": {"staleness": {"kind": "fixed", "D": 4},
-                 "frictions": [["landmine", {"p_bug": 0.1}], ["bernoulli_reward", {"p": 0.1}],
-                               ["rare_discovery", {"p_disc": 0.02}]]}},
+         "run": panel_settings([("staleness", 4), ("actor bug", 0.1), ("reward corruption", 0.1),
+                                ("rare discovery", 0.02)])},
         # the inference engine's frictions (README, "Frictions of real inference engines"); the drop
         # cell's score is its error after the same 300 steps, so the updates lost to dropped
         # batches count against it (the scorecard also reports the fraction of prompts dropped)
@@ -70,12 +70,10 @@ BATTERY = {
         # is the stale policy's full softmax, not the truncated distribution sampled (without the
         # lag the reported μ is π_θ itself and REINFORCE, TIS, PPO and DG scored within 0.02)
         {"name": "reversal/top-p-full-D4", "env": "reversal", "friction": "inference engine",
-         "run": {"staleness": {"kind": "fixed", "D": 4},
-                 "frictions": [["truncated_sampling", {"top_p": 0.9, "report": "full"}]]}},
+         "run": panel_settings([("staleness", 4), ("top-p (full report)", 0.1)])},
         {"name": "reversal/partial-k3", "env": "reversal", "friction": "inference engine",
-         "run": {"staleness": {"kind": "uniform", "D": 8}, "history": "params",
-                 "frictions": [["partial_rollouts", {"chunks": 3}]]}},
+         "run": panel_settings([("partial rollouts", 3)], {"staleness": {"kind": "uniform", "D": 8}, "history": "params"})},
         {"name": "reversal/drop-stale", "env": "reversal", "friction": "inference engine",
-         "run": {"staleness": {"kind": "uniform", "D": 8, "admission": "drop", "budget": 2}}},
+         "run": panel_settings([("drop admission", 6)], {"staleness": {"kind": "uniform", "D": 8}})},  # budget 2
     ],
 }

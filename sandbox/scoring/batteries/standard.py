@@ -2,6 +2,7 @@
 causal LM under real staleness on Ray (rollout workers 16 learner versions behind). Data only;
 sized for ≤ 60 minutes of a new estimator's runs on 2 cores. Changing it bumps ``version``."""
 
+from sandbox.frictions.panels import panel_settings
 from sandbox.scoring.batteries import uniform_reversal_error
 
 RANDOM_REVERSAL_H4 = uniform_reversal_error(4)  # V = 2, to-first-error reward
@@ -32,12 +33,11 @@ BATTERY = {
         # the other engine setting of quick's top-p cell: the processed (truncated) log-probs, the
         # same lag; the pair isolates what the engine reports
         {"name": "reversal/top-p-truncated-D4", "env": "reversal", "friction": "inference engine",
-         "run": {"staleness": {"kind": "fixed", "D": 4},
-                 "frictions": [["truncated_sampling", {"top_p": 0.9, "report": "truncated"}]]}},
+         "run": panel_settings([("staleness", 4), ("top-p (truncated report)", 0.1)])},
         # partial rollouts whose tokens staler than 2 versions are masked at the learner
         {"name": "reversal/partial-mask", "env": "reversal", "friction": "inference engine",
-         "run": {"staleness": {"kind": "uniform", "D": 8, "admission": "mask", "budget": 2}, "history": "params",
-                 "frictions": [["partial_rollouts", {"chunks": 3}]]}},
+         "run": panel_settings([("mask admission", 6), ("partial rollouts", 3)],  # budget 2
+                               {"staleness": {"kind": "uniform", "D": 8}, "history": "params"})},
         {"name": "llm/ray-stale-16", "env": "llm", "friction": "staleness",
          "async": {"n_workers": 1, "max_staleness": 16}},
     ],
