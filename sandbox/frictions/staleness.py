@@ -79,11 +79,6 @@ class DelaySchedule:
         return cls(**fields)
 
     @property
-    def active(self) -> bool:
-        """False for the synchronous loop with every rollout admitted (the identity stage)."""
-        return self.max_delay > 0 or (self.budget is not None and self.admission != "pace")
-
-    @property
     def paces(self) -> bool:
         return self.budget is not None and self.admission == "pace"
 

@@ -79,6 +79,27 @@ def test_drop_logs_the_fraction_of_prompts_that_never_reach_the_learner():
     assert paced["staleness_max"].max() <= 1 and "prompts_dropped_frac" not in paced
 
 
+def test_ray_takes_the_run_configs_schedule_or_refuses_it_before_starting():
+    """The Ray runtime realises RunConfig.staleness; its shorthand (AsyncConfig.max_staleness …)
+    becomes that field, and is refused next to it; what its workers cannot sample is refused with
+    the simulated actor's own message (no Ray is started here)."""
+    from sandbox.runtime.ray_async import AsyncConfig, check_async
+
+    plain = RunConfig(task="bandit", task_kwargs=dict(K=5, N=3, batch_size=8))
+    stale = plain.replace(staleness={"kind": "uniform", "D": 3, "admission": "mask", "budget": 2})
+    assert check_async(stale) == stale
+    shorthand = AsyncConfig(max_staleness=2, admission="drop", admission_budget=1)
+    assert check_async(plain, shorthand).staleness == {"kind": "fixed", "D": 2, "admission": "drop", "budget": 1}
+    with pytest.raises(ValueError, match="staleness is given twice"):
+        check_async(stale, shorthand)
+    with pytest.raises(ValueError, match="history='rollouts'"):
+        check_async(stale.replace(history="rollouts"))
+    partial = RunConfig(task="reverse_copy", task_kwargs={"H": 2}, staleness={"kind": "fixed", "D": 1},
+                        frictions=(("partial_rollouts", {"chunks": 2}),))
+    with pytest.raises(ValueError, match="frictions: 'partial_rollouts' resumes sequences"):
+        check_async(partial)
+
+
 @pytest.mark.xdist_group("ray")
 def test_ray_runtime_drops_what_is_staler_than_the_budget():
     ray = pytest.importorskip("ray")

@@ -139,14 +139,7 @@ def test_bad_async_config(kwargs, match):
 
 def test_the_run_configs_schedule_runs_unchanged_on_ray():
     """RunConfig.staleness is the one knob: Ray realises any delay kind (and its admission) bit for
-    bit like the simulated loop; the shorthand next to it, or a friction the workers cannot
-    sample, is refused before Ray starts, with the simulated actor's message."""
+    bit like the simulated loop (what it refuses: tests/runtime/test_admission.py)."""
     stale = CFG.replace(staleness={"kind": "uniform", "D": 3, "admission": "mask", "budget": 2})
     got = train_async(stale, AsyncConfig(n_workers=2))
     assert _numbers(got).equals(_numbers(train(stale)))
-    with pytest.raises(ValueError, match="staleness is given twice"):
-        AsyncRunner(stale, AsyncConfig(max_staleness=2))
-    partial = RunConfig(task="reverse_copy", task_kwargs={"H": 2}, staleness={"kind": "fixed", "D": 1},
-                        frictions=(("partial_rollouts", {"chunks": 2}),))
-    with pytest.raises(ValueError, match="frictions: 'partial_rollouts' resumes sequences"):
-        AsyncRunner(partial, AsyncConfig())
