@@ -119,8 +119,9 @@ def test_resume_checks_the_config_against_the_checkpoint(tmp_path):
         train_async(CFG.replace(steps=20), acfg, resume=True)
     longer = CFG.replace(steps=30, label="longer")  # the same run, continued further: allowed
     resumed = train_async(longer, acfg, resume=True)
-    assert resumed.run_id.iloc[0] == longer.run_id and resumed.step.max() == 30
-    reference = train(longer.replace(staleness={"kind": "fixed", "D": 2}))
+    realised = longer.replace(staleness={"kind": "fixed", "D": 2})  # max_staleness is this field's shorthand
+    assert resumed.run_id.iloc[0] == realised.run_id and resumed.step.max() == 30
+    reference = train(realised)
     last = _numbers(resumed[resumed.step == 30]).drop(columns="job_id", errors="ignore")
     assert last.equals(_numbers(reference[reference.step == 30]))
 
