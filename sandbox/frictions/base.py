@@ -3,7 +3,8 @@
 A friction never edits an environment or a policy: the actor calls its hooks while sampling. The
 stack is one pipeline, from the version the actor samples with to what the learner admits:
 
-    delay (the schedule: version t − d_t) → params → actor_params → logits → actor_logits → probs → actor_probs → sample
+    delay (the schedule: the actor samples with version t − d_t)
+    → params → actor_params → logits → actor_logits → probs → actor_probs → sample
                                                       probs → actor_reported_probs → reported μ
            → override (replace rows: landmine, rare discovery) → reward (corruption)
            → admit (the schedule's admission: pace, drop or mask what is staler than its budget)
