@@ -28,9 +28,9 @@ from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.stats import t_interval
 from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
+from sandbox.jobs.sweep import Job
 from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job
 from simulations import Figure, register_figure
 from simulations.sequences import _job, final
 

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from sandbox.analysis.stability import seed_mean
+from sandbox.jobs.sweep import Job, intra_op_threads
 from sandbox.methods import method
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job, intra_op_threads
 from simulations import Figure, Plan, register_figure
 
 METHODS: dict[str, dict] = {m: method(m) for m in ("PG", "REINFORCE", "PPO", "PMPO", "IS-PG", "DG", "VCPO", "GAC")}
