@@ -101,3 +101,16 @@ def test_no_import_cycle_between_folders():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_library_file_over_400_lines(path):
     assert len(path.read_text().splitlines()) <= 400
+
+
+@pytest.mark.parametrize("group, folder, marker", [("sandbox.tasks", "tasks", "@register_task("),
+                                                   ("sandbox.batteries", "scoring/batteries", "BATTERY =")])
+def test_entry_points_name_every_module_that_provides(group, folder, marker):
+    """Every module that registers a task or defines a battery is an entry point of its group
+    (pyproject.toml; a stale install says so: ``pip install -e .``)."""
+    from sandbox.core.plugins import entry_points_of
+
+    providers = {"sandbox." + ".".join(f.relative_to(ROOT).with_suffix("").parts)
+                 for f in (ROOT / folder).glob("*.py") if marker in f.read_text()}
+    declared = {entry.module for entry in entry_points_of(group).values()}
+    assert providers <= declared, f"add {sorted(providers - declared)} to [project.entry-points.{group!r}]"
