@@ -1,7 +1,7 @@
-"""Write the table of measured job costs (``sandbox/runtime/job_costs.json``) from results folders.
+"""Write the table of measured job costs (``sandbox/jobs/job_costs.json``) from results folders.
 
 Every stored result records its CPU seconds (``cpu_seconds``; the wall ``seconds`` before that was
-stored); its *kind* (``sandbox.runtime.costs.kind``) is its function and parameters without the
+stored); its *kind* (``sandbox.jobs.costs.kind``) is its function and parameters without the
 method and the seed. The table keeps, per kind, the median CPU seconds, and per figure and fidelity
 the seconds its notebook took (``results/notebooks/*.json``); an example job names each kind. With
 ``--claims-md``, each figure's average job at that file's fidelity (its job compute over its jobs),
@@ -20,8 +20,8 @@ import re
 import statistics
 from pathlib import Path
 
-from sandbox.analysis.store import ResultsStore, read_record
-from sandbox.runtime.costs import TABLE, kind, measured_table, stored_costs
+from sandbox.jobs.costs import TABLE, kind, measured_table, stored_costs
+from sandbox.jobs.store import ResultsStore, read_record
 
 
 def main() -> None:

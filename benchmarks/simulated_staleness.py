@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from sandbox.core.processes import start_ray
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
 from sandbox.runtime.ray_async import AsyncConfig, train_async
-from sandbox.runtime.ray_start import start_ray
 
 TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_new_tokens": 3,
         "prompts_per_step": 8, "samples_per_prompt": 8, "eval_prompts": 64}

@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sandbox.analysis.claims import load_claims
-from sandbox.analysis.store import read_record
+from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
 
 log = logging.getLogger(__name__)

@@ -87,8 +87,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- commands
 def cmd_run(args: argparse.Namespace) -> int:
     """Train one run; print its main metric's stability and its final metrics; store it."""
-    from sandbox.analysis.store import ResultsStore
     from sandbox.cli_run import async_config_from_args, report, run_configs, train_and_store
+    from sandbox.jobs.store import ResultsStore
 
     configs = run_configs(config_from_args(args), args.seeds)
     out = writable_file(args.out, "--out") if args.out else None
@@ -109,7 +109,7 @@ def _with_ray(args: argparse.Namespace):
         if args.ray_address:
             raise ValueError("--ray-address needs --backend ray")
         return None
-    from sandbox.runtime.processes import start_ray
+    from sandbox.core.processes import start_ray
 
     return start_ray(args.ray_address, args.workers or os.cpu_count(), progress=True)
 
@@ -123,10 +123,10 @@ def _stop_ray(started) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
-    from sandbox.analysis.store import ResultsStore
+    from sandbox.jobs.costs import announce, finished_ids, plan
+    from sandbox.jobs.store import ResultsStore
+    from sandbox.jobs.sweep import run_sweep, unique_jobs
     from sandbox.reproduce import figures as figure_registry
-    from sandbox.runtime.costs import announce, finished_ids, plan
-    from sandbox.runtime.sweep import run_sweep, unique_jobs
 
     figures = figure_registry().select(args.names)
     store = ResultsStore(writable_dir(args.results, "--results"))

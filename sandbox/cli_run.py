@@ -16,10 +16,10 @@ import pandas as pd
 from scipy import stats
 
 from sandbox.analysis.stability import stability
-from sandbox.analysis.store import ResultsStore
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only
-from sandbox.runtime.sweep import Job
 
 #: the main metric of a run: the first of these columns it logs, and whether higher is better
 MAIN_METRICS = (("error", False), ("reward", True))
@@ -84,7 +84,7 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
 
     started = False
     if async_config is not None:
-        from sandbox.runtime.processes import start_ray
+        from sandbox.core.processes import start_ray
         from sandbox.runtime.ray_async import check_async, train_async
 
         for config in configs:

@@ -18,10 +18,7 @@ workers stay busy across figures).
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import importlib
-import inspect
 import json
 import logging
 import os
@@ -31,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -40,11 +37,13 @@ from sandbox.analysis import figure_data
 from sandbox.analysis.claim_table import format_claims, read_claims
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.analysis.provenance import git_commit
-from sandbox.analysis.store import ResultsStore, read_record, write_record
 from sandbox.claims_file import write_claims_file
+from sandbox.core.plugins import entry_points_of
+from sandbox.jobs.costs import announce
+from sandbox.jobs.seeds import offset_seeds
+from sandbox.jobs.store import ResultsStore, read_record, write_record
+from sandbox.jobs.sweep import Job, run_sweep, unique_jobs
 from sandbox.reproduce_costs import figures_plan, record_paths
-from sandbox.runtime.costs import announce
-from sandbox.runtime.sweep import Job, run_sweep, unique_jobs
 
 log = logging.getLogger(__name__)
 
@@ -54,54 +53,6 @@ FIGURES_DIRS = {"quick": Path("figures") / "quick", "paper": Path("paper_figures
 CLAIMS_FILE_FIDELITIES = ("paper",)
 #: settings a notebook receives that name places, not inputs: left out of its execution key
 PLACES = ("SANDBOX_RESULTS", "SANDBOX_FIGURES", "SANDBOX_CLAIMS", "SANDBOX_WORKERS")
-
-#: base seed K moves every seed by K·SEED_STRIDE: the seed sets of different base seeds are disjoint
-SEED_STRIDE = 1000
-
-
-def base_seed_from_env() -> int:
-    """``$SANDBOX_BASE_SEED`` (default 0), the base seed a notebook's ``results()`` applies."""
-    value = os.environ.get("SANDBOX_BASE_SEED", "0")
-    if not value.isdigit():
-        raise ValueError(f"SANDBOX_BASE_SEED must be an integer ≥ 0, got {value!r}")
-    return int(value)
-
-
-def _shift(params, offset: int):
-    if isinstance(params, dict):
-        return {k: v + offset if k == "seed" and isinstance(v, int) else _shift(v, offset) for k, v in params.items()}
-    if isinstance(params, (list, tuple)):
-        return type(params)(_shift(v, offset) for v in params)
-    return params
-
-
-def _has_seed(params) -> bool:
-    if isinstance(params, dict):
-        return "seed" in params or any(_has_seed(v) for v in params.values())
-    return isinstance(params, (list, tuple)) and any(_has_seed(v) for v in params)
-
-
-def offset_seeds(jobs: list[Job], base_seed: int) -> list[Job]:
-    """The jobs with every seed moved by ``base_seed``·SEED_STRIDE: each ``seed`` entry of their
-    parameters (nested run configs too) or, for a job function with a ``seed`` argument it is not
-    given, that argument (its default + the offset). Base seed 0 returns the jobs unchanged."""
-    if not isinstance(base_seed, int) or base_seed < 0:
-        raise ValueError(f"base_seed must be an integer ≥ 0, got {base_seed!r}")
-    if base_seed == 0:
-        return list(jobs)
-    offset = base_seed * SEED_STRIDE
-    out = []
-    for job in jobs:
-        params = copy.deepcopy(job.params)
-        if _has_seed(params):
-            params = _shift(params, offset)
-        else:
-            arg = inspect.signature(job.resolve()).parameters.get("seed")
-            if arg is not None and isinstance(arg.default, int):
-                params["seed"] = arg.default + offset
-        out.append(replace(job, params=params))
-    return out
-
 
 @dataclass
 class FigureOutcome:
@@ -259,20 +210,15 @@ def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> lis
     return files if saved.get("key") == key and files and all(p.is_file() for p in files) else None
 
 
-#: the module that registers figures (``select(names)``, ``FIDELITIES``): the one hook through which the
-#: library reaches the experiment families, which live outside it (``simulations/``)
-FIGURES_MODULE = os.environ.get("SANDBOX_FIGURE_MODULE", "simulations")
-
-
 def figures():
-    """The figure registry module (``$SANDBOX_FIGURE_MODULE``, default ``simulations``)."""
-    try:
-        return importlib.import_module(FIGURES_MODULE)
-    except ModuleNotFoundError as err:
-        if err.name != FIGURES_MODULE:
-            raise
-        raise ValueError(f"no figure module {FIGURES_MODULE!r}: run from a checkout of the repository (its "
-                         "simulations/ package) or set SANDBOX_FIGURE_MODULE to a module that registers figures") from None
+    """The figure registry (``select(names)``, ``FIDELITIES``; optionally ``published``,
+    ``headlines``, ``fail_causes``): the module named by the one ``sandbox.figures`` entry point
+    (``simulations`` in pyproject.toml). The experiment families live outside the library, which
+    reaches them only through this entry point."""
+    registries = entry_points_of("sandbox.figures")
+    if len(registries) != 1:
+        raise ValueError(f"one figure registry expected in the sandbox.figures entry points, found {sorted(registries)}")
+    return next(iter(registries.values())).load()
 
 
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox.analysis.store import ResultsStore, read_record
-from sandbox.runtime import costs
-from sandbox.runtime.sweep import Job, unique_jobs
+from sandbox.jobs import costs
+from sandbox.jobs.store import ResultsStore, read_record
+from sandbox.jobs.sweep import Job, unique_jobs
 
 
 def record_paths(results_dir: Path, figure: str, fidelity: str, base_seed: int) -> tuple[Path, Path]:
@@ -17,7 +17,7 @@ def record_paths(results_dir: Path, figure: str, fidelity: str, base_seed: int) 
 
 def figures_plan(all_jobs: dict[str, list[Job]], store: ResultsStore, results_dir: Path, fidelity: str,
                  base_seed: int, workers: int | None, rerun: bool) -> str:
-    """What ``reproduce`` will cost: its jobs (``sandbox.runtime.costs``) and the notebooks it will
+    """What ``reproduce`` will cost: its jobs (``sandbox.jobs.costs``) and the notebooks it will
     execute — those whose jobs are not all finished or whose record is not intact (``--rerun``: all),
     each at the seconds its last execution took, else the measured table's. A job of a kind never
     measured counts at its figure's average job where the table has one (from a CLAIMS.md)."""

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.analysis.store import ResultsStore
 from sandbox.core.validation import check_choice
-from sandbox.runtime.pool import import_plugins, plugins_from_env
-from sandbox.runtime.sweep import Job, load_results, run_sweep, unique_jobs
+from sandbox.jobs.pool import import_plugins, plugins_from_env
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, load_results, run_sweep, unique_jobs
 
 # a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
 import_plugins(plugins_from_env())
@@ -115,7 +115,7 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
             workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """The results of figure ``name`` at ``fidelity`` (default ``$SANDBOX_FIDELITY``) and base seed
     ``$SANDBOX_BASE_SEED`` (default 0), running missing jobs first (``$SANDBOX_WORKERS`` processes)."""
-    from sandbox.reproduce import base_seed_from_env, offset_seeds
+    from sandbox.jobs.seeds import base_seed_from_env, offset_seeds
 
     fidelity = fidelity or fidelity_from_env()
     check_choice("fidelity", fidelity, FIDELITIES)

@@ -30,9 +30,9 @@ from sandbox.core.validation import check_choice
 from sandbox.frictions import DelaySchedule
 from sandbox.frictions.panels import PANELS as LIBRARY_PANELS
 from sandbox.frictions.panels import panel_settings
+from sandbox.jobs.sweep import Job
 from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job
 from simulations import Figure, register_figure
 from simulations.sequences import _job, final
 

@@ -16,9 +16,9 @@ import torch
 from sandbox.advantages import make_advantage
 from sandbox.core.seeding import derived_generator
 from sandbox.estimators import make_estimator
+from sandbox.jobs.sweep import Job, intra_op_threads
 from sandbox.runtime.actor import collect
 from sandbox.runtime.learner import learner_terms
-from sandbox.runtime.sweep import Job, intra_op_threads
 from sandbox.tasks import make_task
 from simulations import Figure, Plan, register_figure
 from simulations.sequences import FIDELITY, run_jobs

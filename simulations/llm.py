@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sandbox.jobs.sweep import Job
 from sandbox.methods import method as method_fields
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only, train
 from sandbox.runtime.ray_async import AsyncConfig, ensure_ray, train_async
-from sandbox.runtime.sweep import Job
 from simulations import Figure, register_figure
 
 TASK = {"env": "reverse", "env_kwargs": {"length": 3, "alphabet": "ab"}, "max_new_tokens": 3,
@@ -61,7 +61,7 @@ def select_lr(seeds=SELECTION_SEEDS, steps: int = 150, out: Path = SELECTION) ->
     which every seed's drawdown of the reward stays below ``STABLE_DRAWDOWN``; the per-seed
     stability is written to ``out`` (CSV) with a header saying how it was made."""
     from sandbox.analysis.stability import stability
-    from sandbox.runtime.sweep import intra_op_threads
+    from sandbox.jobs.sweep import intra_op_threads
 
     rows = []
     with intra_op_threads(1):

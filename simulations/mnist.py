@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sandbox.jobs.sweep import Job, intra_op_threads
 from sandbox.methods import method
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job, intra_op_threads
 from simulations import Figure, register_figure
 
 FIDELITY = {

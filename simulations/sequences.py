@@ -32,9 +32,9 @@ import pandas as pd
 from sandbox.analysis.stability import seed_mean
 from sandbox.frictions.panels import PANELS as LIBRARY_PANELS
 from sandbox.frictions.panels import panel_settings
+from sandbox.jobs.sweep import Job, intra_op_threads
 from sandbox.methods import method
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job, intra_op_threads
 from simulations import Figure, Plan, register_figure
 
 METHODS: dict[str, dict] = {m: method(m) for m in ("PG", "REINFORCE", "PPO", "PMPO", "IS-PG", "DG", "VCPO", "GAC")}

@@ -8,7 +8,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads libgom
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from sandbox.runtime.sweep import intra_op_threads  # noqa: E402
+from sandbox.jobs.sweep import intra_op_threads  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.runtime.ray_start import AUTH_NOTICE_LOGGER, check_address, quiet_ray_logs
+from sandbox.core.ray_start import AUTH_NOTICE_LOGGER, check_address, quiet_ray_logs
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

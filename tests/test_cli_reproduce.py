@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 import sandbox.reproduce as rep
-from sandbox.analysis.store import ResultsStore, read_record, write_record
-from sandbox.runtime.sweep import Job
+from sandbox.jobs.store import ResultsStore, read_record, write_record
+from sandbox.jobs.sweep import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

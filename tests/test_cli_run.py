@@ -7,9 +7,9 @@ import re
 import pandas as pd
 import pytest
 
-from sandbox.analysis.store import ResultsStore
 from sandbox.cli import main
 from sandbox.cli_run import report, run_configs, run_job
+from sandbox.jobs.store import ResultsStore
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.ray_async import AsyncConfig
 

@@ -1,6 +1,8 @@
 """The house rules of DESIGN.md, checked: imports run one way (core ← estimators, advantages,
-controllers, frictions, policies, envs ← tasks ← runtime ← cli), the library never imports
-``simulations`` (figures come through one hook), no import cycle, no library file over 400 lines."""
+controllers, frictions, policies, envs, kernels ← tasks ← runtime ← jobs ← analysis ← scoring,
+check, reproduce ← cli), no import cycle between modules nor between folders, the library never
+imports ``simulations`` (figures, batteries and tasks come through entry points:
+``sandbox.core.plugins.entry_point_objects``), no library file over 400 lines."""
 
 import ast
 import pathlib
@@ -8,11 +10,17 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "sandbox"
-#: a module may import from its own layer or any lower one
-LAYER = {"core": 0, "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1,
-         "kernels": 1, "diagnostics": 1, "tasks": 2, "methods": 2, "runtime": 3, "analysis": 3, "scoring": 4, "check": 4,
-         "reproduce": 4, "reproduce_costs": 4, "claims_file": 4,
-         "cli": 5, "cli_args": 5, "cli_run": 5, "cli_score": 5, "cli_check": 5, "__init__": 5}
+#: the target layering: a module may import from its own layer or any lower one (folders of one
+#: layer may import each other, but never in a cycle: test_no_import_cycle_between_folders)
+LAYER = {"core": 0,
+         "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1, "kernels": 1,
+         "diagnostics": 1,
+         "tasks": 2, "methods": 2,
+         "runtime": 3,  # the actor-learner: actor, learner, loop, history, optim, config, ray_async
+         "jobs": 4,  # sweeps, worker pool, backends, costs, the results store
+         "analysis": 5,  # statistics, claims, plots, figure data: read what jobs stored
+         "scoring": 6, "check": 6, "reproduce": 6, "reproduce_costs": 6, "claims_file": 6,
+         "cli": 7, "cli_args": 7, "cli_run": 7, "cli_score": 7, "cli_check": 7, "__init__": 7}
 FILES = sorted(ROOT.rglob("*.py"))
 
 
@@ -47,32 +55,62 @@ def test_every_top_level_module_has_a_layer():
 def test_imports_run_one_way_and_never_reach_simulations(path):
     me = _layer(path)
     for module in _imports(path):
-        assert not module.startswith("simulations"), f"{path.name} imports {module}: use sandbox.reproduce.figures()"
+        assert not module.startswith("simulations"), f"{path.name} imports {module}: register figures through the sandbox.figures entry point"
         if module.startswith("sandbox."):
             other = module.split(".")[1]
             assert LAYER[other] <= LAYER[me], f"{path.relative_to(ROOT)} ({me}) imports {module} ({other}): upward"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (node → nodes it imports) as a path, or None."""
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return (stack + [node])[(stack + [node]).index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt, stack + [node])):
+                return found
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [])):
+            return found
+    return None
 
 
 def test_no_import_cycle_between_modules():
     names = {f: "sandbox." + ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for f in FILES}
     graph = {names[f]: {m for m in _imports(f) if m.startswith("sandbox.")} for f in FILES}
     graph = {k: {m for m in v if m in graph and m != k and not k.startswith(m + ".")} for k, v in graph.items()}
-    state: dict[str, int] = {}
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
 
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph[node]:
-            if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " → ".join(stack[stack.index(nxt):] + [node, nxt]))
-            if nxt not in state:
-                visit(nxt, stack + [node])
-        state[node] = 2
 
-    for node in graph:
-        if node not in state:
-            visit(node, [])
+def test_no_import_cycle_between_folders():
+    """Folders (``runtime``, ``jobs``, ``analysis`` …) import each other one way, even within a layer."""
+    graph: dict[str, set[str]] = {_layer(f): set() for f in FILES}
+    for path in FILES:
+        graph[_layer(path)] |= {m.split(".")[1] for m in _imports(path) if m.startswith("sandbox.")} - {_layer(path)}
+    cycle = _cycle(graph)
+    assert cycle is None, "folder import cycle: " + " → ".join(cycle)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_library_file_over_400_lines(path):
     assert len(path.read_text().splitlines()) <= 400
+
+
+@pytest.mark.parametrize("group, folder, marker", [("sandbox.tasks", "tasks", "@register_task("),
+                                                   ("sandbox.batteries", "scoring/batteries", "BATTERY =")])
+def test_entry_points_name_every_module_that_provides(group, folder, marker):
+    """Every module that registers a task or defines a battery is an entry point of its group
+    (pyproject.toml; a stale install says so: ``pip install -e .``)."""
+    from sandbox.core.plugins import entry_points_of
+
+    providers = {"sandbox." + ".".join(f.relative_to(ROOT).with_suffix("").parts)
+                 for f in (ROOT / folder).glob("*.py") if marker in f.read_text()}
+    declared = {entry.module for entry in entry_points_of(group).values()}
+    assert providers <= declared, f"add {sorted(providers - declared)} to [project.entry-points.{group!r}]"

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sandbox.analysis.store import ResultsStore
+from sandbox.jobs.store import ResultsStore
 from sandbox.reproduce import reproduce
 from sandbox.runtime.config import RunConfig
 from simulations import select

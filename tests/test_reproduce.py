@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.reproduce import SEED_STRIDE, base_seed_from_env, offset_seeds
-from sandbox.runtime.sweep import Job
+from sandbox.jobs.seeds import SEED_STRIDE, base_seed_from_env, offset_seeds
+from sandbox.jobs.sweep import Job
 from simulations import select
 
 

@@ -8,8 +8,8 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from sandbox.analysis.store import read_record
 from sandbox.core.validation import check_range
+from sandbox.jobs.store import read_record
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 A notebook records every claim its figure shows (``book.less(...)``, ``book.greater(...)``,
 ``book.close(...)``), then calls ``book.check()``, which raises if any failed. Each claim is also
 appended to a JSON file (``$SANDBOX_CLAIMS``) that ``sandbox reproduce`` turns into its table; the
-file carries the code that wrote it and a checksum (``sandbox.analysis.store.write_record``), so a
+file carries the code that wrote it and a checksum (``sandbox.jobs.store.write_record``), so a
 truncated or edited one is detected, never shown.
 
 Two kinds: ``"evidence"`` (a claim about learning, which could have come out otherwise) and
@@ -36,8 +36,8 @@ import numpy as np
 from sandbox.analysis.claim_table import KINDS, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
-from sandbox.analysis.store import write_record
 from sandbox.core.validation import check_choice, check_range
+from sandbox.jobs.store import write_record
 
 WORSE = (None, "high", "low")
 #: how a comparison over seeds is decided: Student/Welch t (near-normal metrics), or the exact

@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sandbox.analysis.store import ResultsStore
-from sandbox.runtime.sweep import Job, unique_jobs
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, unique_jobs
 
 log = logging.getLogger(__name__)
 

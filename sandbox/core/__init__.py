@@ -1,6 +1,8 @@
-"""The bottom layer: registries, validation, seeding and the contracts every other layer shares
-(``Rollout`` from the actor to the learner, ``PGTerms`` and ``EstimatorOutput`` around an
-estimator). It imports nothing from the rest of the package."""
+"""The bottom layer: registries, plugins and entry points, validation, seeding and the contracts
+every other layer shares (``Rollout`` from the actor to the learner, ``PGTerms`` and
+``EstimatorOutput`` around an estimator), and process lifecycle (``processes``: a local Ray that
+dies with its driver, which both the Ray runtime and the jobs above it start). It imports nothing
+from the rest of the package."""
 
 from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout, single_step_rollout

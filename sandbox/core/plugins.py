@@ -1,10 +1,16 @@
-"""Plugins: user modules that register estimators, tasks or figures.
+"""Plugins: user modules that register estimators, tasks or figures, and entry points.
 
 One loader for every process — the command line (``--plugin``), the driver of a sweep, each local
 worker, each Ray task and a notebook's kernel import them through ``import_plugins``.
 ``$SANDBOX_PLUGINS`` (``os.pathsep``-separated modules or ``.py`` files) lists them for the
 processes a command starts; a registry asked for a name it does not know imports them first
 (``load_env_plugins``), so ``make_estimator("clipped_adv_pg")`` finds a plugin's estimator.
+
+What the package itself provides by name — its task modules, scoring batteries and the figure
+registry (``simulations``) — is declared as entry points in ``pyproject.toml``
+(``[project.entry-points."sandbox.tasks"]``, ``"sandbox.batteries"``, ``"sandbox.figures"``) and
+found through ``entry_points_of``: no hand-kept list of module names, and an installed
+distribution can add its own to a group.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 PLUGINS_ENV = "SANDBOX_PLUGINS"
@@ -70,3 +77,13 @@ def load_env_plugins() -> None:
         import_plugins(plugins_from_env())
     except PluginError as err:
         raise PluginError(f"{PLUGINS_ENV}: {err}") from None
+
+
+def entry_points_of(group: str) -> dict[str, EntryPoint]:
+    """The entry points of ``group`` by name, not loaded (``.load()`` imports one). They are read
+    from the installed metadata: after adding one to pyproject.toml, ``pip install -e .`` again."""
+    found = {ep.name: ep for ep in entry_points(group=group)}
+    if not found:
+        raise PluginError(f"no entry points in group {group!r}: sandbox is not installed, or installed from "
+                          "an older pyproject.toml; run `pip install -e .` in the repository")
+    return dict(sorted(found.items()))

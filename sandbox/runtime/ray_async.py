@@ -36,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from sandbox.core.processes import start_ray, stop_ray
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
@@ -45,7 +46,6 @@ from sandbox.runtime.actor import collect, require_versions
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner, labelled
-from sandbox.runtime.processes import start_ray, stop_ray
 from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.analysis.store import ResultsStore
 from sandbox.core.validation import check_writable_dir
-from sandbox.runtime.sweep import BACKENDS
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import BACKENDS
 from sandbox.scoring.battery import Battery, as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write

@@ -1,7 +1,8 @@
 """Batteries: named, versioned lists of cells (environment × friction × strength), each with a
 fixed budget and a score in [0, 1].
 
-A battery is data (a dict in ``sandbox/scoring/batteries/NAME.py``): environment defaults
+A battery is data (a dict in ``sandbox/scoring/batteries/NAME.py``, named by a ``sandbox.batteries``
+entry point in pyproject.toml, where an installed distribution can add its own): environment defaults
 (``envs``: kind, seeds, metric, the random policy's and the best value, base run fields) and cells
 that override them. ``extends`` starts from another battery (environment settings merge key by
 key, cells are appended). Its hash is the sha256 of the resolved definition without its version;
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 import json
-import pkgutil
 from dataclasses import dataclass, field
 
+from sandbox.core.plugins import entry_points_of
 from sandbox.runtime.config import _freeze
 
 KINDS = ("probe", "train")
@@ -112,9 +112,8 @@ def definition_hash(definition: dict) -> str:
 
 
 def battery_names() -> list[str]:
-    from sandbox.scoring import batteries
-
-    return sorted(m.name for m in pkgutil.iter_modules(batteries.__path__) if m.name != "versions")
+    """The packaged batteries: the ``sandbox.batteries`` entry points (pyproject.toml)."""
+    return list(entry_points_of("sandbox.batteries"))
 
 
 def _merge(base: dict, override: dict) -> dict:
@@ -142,7 +141,7 @@ def resolve(data: dict, lookup=None) -> dict:
 def _raw(name: str) -> dict:
     if name not in battery_names():
         raise ValueError(f"unknown battery {name!r}; known: {battery_names()}")
-    return importlib.import_module(f"sandbox.scoring.batteries.{name}").BATTERY
+    return entry_points_of("sandbox.batteries")[name].load()
 
 
 def build(data: dict, lookup=None) -> Battery:

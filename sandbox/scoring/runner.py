@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.analysis.store import DEFAULT_ROOT, ResultsStore
-from sandbox.analysis.store import code_version as store_code_version
 from sandbox.core.numerics import NUMERICS
-from sandbox.runtime import costs
+from sandbox.jobs import costs
+from sandbox.jobs.pool import import_plugins
+from sandbox.jobs.store import DEFAULT_ROOT, ResultsStore
+from sandbox.jobs.store import code_version as store_code_version
+from sandbox.jobs.sweep import Job, SweepReport, intra_op_threads, run_sweep
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.pool import import_plugins
-from sandbox.runtime.sweep import Job, SweepReport, intra_op_threads, run_sweep
 from sandbox.scoring.battery import Battery, Cell
 from sandbox.scoring.recipes import Recipe
 
@@ -45,7 +45,7 @@ def file_hash(path: str | Path) -> str:
 
 def import_plugin(plugin: str) -> None:
     """Import a plugin (a ``.py`` path or a module name) once, through the one loader
-    (``sandbox.runtime.pool.import_plugins``, as workers do); any failure is a one-line
+    (``sandbox.jobs.pool.import_plugins``, as workers do); any failure is a one-line
     ``ValueError`` naming the plugin and the error."""
     path = Path(plugin)
     try:

@@ -13,7 +13,6 @@ parameters and builds ``PGTerms``. A task only says *what* its environment and p
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.plugins import entry_points_of
 from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
@@ -36,17 +36,11 @@ def register_task(name: str, *, replace: bool = False):
     return TASKS.register(name, replace=replace)
 
 
-#: modules that register tasks; imported on first use so that workers know every task
-TASK_MODULES = ("sandbox.tasks.bandits", "sandbox.tasks.mnist", "sandbox.tasks.sequences", "sandbox.tasks.hf_text")
-
-
 def load_tasks() -> None:
-    for module in TASK_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:  # a missing dependency of an existing module is an error
-                raise
+    """Import the modules that register tasks: the ``sandbox.tasks`` entry points (pyproject.toml);
+    imported on first use so that workers know every task."""
+    for entry in entry_points_of("sandbox.tasks").values():
+        entry.load()
 
 
 def make_task(name: str, **kwargs) -> Task:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sandbox.analysis import figure_data
-from sandbox.analysis.store import ResultsStore
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, run_sweep
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job, run_sweep
 
 
 def _jobs():

@@ -11,7 +11,7 @@ import pytest
 from sandbox.analysis.claim_table import format_claims
 from sandbox.analysis.claims import ClaimBook, load_claims
 from sandbox.analysis.stats import bootstrap_ci, iqm, paired_difference_ci
-from sandbox.analysis.store import ResultsStore
+from sandbox.jobs.store import ResultsStore
 
 
 def test_iqm_hand_computed():

@@ -41,7 +41,7 @@ def threads() -> pd.DataFrame:
 
 
 def sweep_jobs(n: int, seconds: float, log: str, quick: int = 0):
-    from sandbox.runtime.sweep import Job
+    from sandbox.jobs.sweep import Job
 
     return [Job("tests.reliability.jobs:tick", {"x": i, "seconds": 0.0 if i < quick else seconds, "log": log})
             for i in range(n)]
@@ -49,8 +49,8 @@ def sweep_jobs(n: int, seconds: float, log: str, quick: int = 0):
 
 def main(argv: list[str] | None = None) -> int:
     """A sweep of ``n`` tick jobs; exits 130 with one line on Ctrl-C, as the CLI does."""
-    from sandbox.analysis.store import ResultsStore
-    from sandbox.runtime.sweep import run_sweep
+    from sandbox.jobs.store import ResultsStore
+    from sandbox.jobs.sweep import run_sweep
 
     p = argparse.ArgumentParser()
     p.add_argument("results")

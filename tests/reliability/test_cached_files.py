@@ -14,8 +14,8 @@ import pytest
 import sandbox.reproduce as rep
 from sandbox.analysis.claim_table import read_claims
 from sandbox.analysis.claims import ClaimBook, load_claims
-from sandbox.analysis.store import read_record, write_record
 from sandbox.claims_file import claims_markdown
+from sandbox.jobs.store import read_record, write_record
 
 
 def toy_registry(tmp_path: Path, calls: list) -> SimpleNamespace:

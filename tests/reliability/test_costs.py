@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from sandbox.analysis.store import ResultsStore
-from sandbox.runtime import costs
-from sandbox.runtime.sweep import Job, run_sweep
+from sandbox.jobs import costs
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, run_sweep
 from sandbox.scoring.battery import load_battery
 from sandbox.scoring.recipes import make_recipe
 from sandbox.scoring.runner import FIRST_LOOK_SECONDS, first_look, jobs

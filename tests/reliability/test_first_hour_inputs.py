@@ -13,9 +13,9 @@ import torch
 import sandbox.scoring.api as score_api
 from sandbox import PGTerms
 from sandbox.cli import main
+from sandbox.core.ray_start import check_address
 from sandbox.envs.mnist import mnist_data
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.ray_start import check_address
 from sandbox.scoring import score
 from sandbox.scoring.batteries.quick import BATTERY
 from sandbox.tasks import make_task
@@ -116,7 +116,7 @@ def test_the_score_report_folder_is_checked_before_any_compute(tmp_path, monkeyp
 
 
 def test_staleness_given_twice_is_refused_before_ray_starts(capsys, monkeypatch):
-    import sandbox.runtime.processes as processes
+    import sandbox.core.processes as processes
 
     monkeypatch.setattr(processes, "start_ray", lambda *a, **k: pytest.fail("Ray started"))
     assert error_line(capsys, "run", "--async-workers", "1", "--max-staleness", "2", "--set", "staleness.kind=fixed",

@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from sandbox.analysis.store import HOST, ResultsStore
 from sandbox.cli import build_parser
-from sandbox.runtime.sweep import Job, lock_timeout_from_env, run_sweep
+from sandbox.jobs.store import HOST, ResultsStore
+from sandbox.jobs.sweep import Job, lock_timeout_from_env, run_sweep
 
 
 def tick(x: int = 0):

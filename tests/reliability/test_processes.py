@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.analysis.store import ResultsStore
+from sandbox.core.processes import HOST, descendants, process_alive
+from sandbox.jobs.pool import import_plugins
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, load_results, run_sweep
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.pool import import_plugins
-from sandbox.runtime.processes import HOST, descendants, process_alive
-from sandbox.runtime.sweep import Job, load_results, run_sweep
 from tests.reliability.jobs import sweep_jobs
 
 pytestmark = pytest.mark.xdist_group("ray")  # real processes: kept off the busy xdist workers

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from sandbox.runtime.processes import HOST, descendants, process_alive, start_time
+from sandbox.core.processes import HOST, descendants, process_alive, start_time
 from tests.reliability.test_processes import ROOT, wait_for
 
 pytest.importorskip("ray")
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("ray")
 
 DRIVER = """
 import time, ray
-from sandbox.runtime.processes import start_ray
+from sandbox.core.processes import start_ray
 start_ray(num_cpus=1)
 ray.get(ray.remote(lambda: 1).remote())
 print("ready", flush=True)

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import sandbox
-from sandbox.analysis import store as store_module
-from sandbox.analysis.store import HOST, ResultsStore, code_version
-from sandbox.runtime.sweep import Job, load_results, run_sweep
+from sandbox.jobs import store as store_module
+from sandbox.jobs.store import HOST, ResultsStore, code_version
+from sandbox.jobs.sweep import Job, load_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def test_results_carry_code_and_checksum_and_are_world_readable(tmp_path):
     code = store.code("j")
     assert {k: code[k] for k in ("version", "source")} == code_version() == {"version": sandbox.__version__,
                                                                             "source": code_version()["source"]}
-    assert "analysis/store.py" in code["modules"]  # the modules the writing process had imported
+    assert "jobs/store.py" in code["modules"]  # the modules the writing process had imported
     assert store.metadata("j") == {"fn": "f"}
     assert store.state("nothing") == "missing"
     store.write("nested", pd.DataFrame({"a": [[1, 2], [3]], "b": [{"x": 1}, {}]}))  # lists and structs
@@ -188,7 +188,7 @@ def test_presentation_modules_are_left_out_of_the_code_hash_and_no_job_imports_t
     """Editing a presentation module keeps stored results valid; that is sound only because no job's
     code imports one: a training run (sampled, exact, screened, stale, with frictions), a sweep in
     worker processes and every figure family's job functions leave them all unimported."""
-    from sandbox.analysis.store import PRESENTATION
+    from sandbox.jobs.store import PRESENTATION
 
     package = _copy_of_the_package(tmp_path, monkeypatch)
     try:
@@ -207,8 +207,9 @@ def test_presentation_modules_are_left_out_of_the_code_hash_and_no_job_imports_t
 import sys
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
-from sandbox.runtime import sweep, ray_async
-import sandbox.runtime.pool, sandbox.diagnostics, sandbox.controllers
+from sandbox.jobs import sweep
+from sandbox.runtime import ray_async
+import sandbox.jobs.pool, sandbox.diagnostics, sandbox.controllers
 import simulations.bandit_theory, simulations.mnist, simulations.sequences, simulations.llm
 for cfg in (RunConfig(task="bandit", task_kwargs={{"K": 4, "batch_size": 8}}, steps=2, staleness={{"kind": "fixed", "D": 1}}),
             RunConfig(task="bandit", task_kwargs={{"K": 4, "batch_size": 8, "mode": "exact"}}, advantage="constant", steps=2),
@@ -226,7 +227,7 @@ print("ok")
 def test_a_result_stays_valid_while_the_modules_its_job_imported_are_unchanged(tmp_path, monkeypatch):
     """job_code() records a hash per imported sandbox module: an edit elsewhere in the package
     keeps the result 'ok'; an edit of one of its modules makes it 'stale'."""
-    from sandbox.analysis.store import job_code
+    from sandbox.jobs.store import job_code
 
     package = _copy_of_the_package(tmp_path, monkeypatch)
     store = ResultsStore(tmp_path / "r")

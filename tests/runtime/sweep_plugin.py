@@ -1,7 +1,7 @@
 """A test-only figure of 16 small training jobs (loaded with ``sandbox --plugin``)."""
 
+from sandbox.jobs.sweep import Job
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job
 from simulations import Figure, register_figure
 
 TASK = {"N": 10, "K": 10, "batch_size": 10, "samples_per_context": 4, "population": 4}

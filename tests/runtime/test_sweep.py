@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sandbox.analysis.store import ResultsStore
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, load_results, run_sweep
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.sweep import Job, load_results, run_sweep
 
 HERE = Path(__file__).parent
 SMALL = {"N": 2, "K": 3, "batch_size": 2, "samples_per_context": 2}
@@ -95,7 +95,7 @@ def test_killed_sweep_resumes_without_recomputing_or_corrupting(tmp_path):
 @pytest.mark.xdist_group("ray")
 def test_ray_backend(tmp_path):
     pytest.importorskip("ray")
-    from sandbox.runtime.pool import import_plugins
+    from sandbox.jobs.pool import import_plugins
     from tests.reliability.test_processes import PLUGIN
 
     plugin = tmp_path / "halved_ray_plugin.py"

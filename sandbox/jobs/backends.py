@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from sandbox.analysis.store import ResultsStore, job_code
-from sandbox.runtime.pool import LocalPool, import_plugins
+from sandbox.jobs.pool import LocalPool, import_plugins
+from sandbox.jobs.store import ResultsStore, job_code
 
 if TYPE_CHECKING:
-    from sandbox.runtime.sweep import Job
+    from sandbox.jobs.sweep import Job
 
 
 def _timed(job: Job) -> tuple[pd.DataFrame, dict]:
     """Run ``job``; its frame and its cost: wall ``seconds``, this process's ``cpu_seconds`` and
     ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
-    ``sandbox.runtime.costs`` estimates the next sweeps' time from."""
+    ``sandbox.jobs.costs`` estimates the next sweeps' time from."""
     start, cpu = time.perf_counter(), time.process_time()
     frame = job.run()
     cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
@@ -92,7 +92,7 @@ class RayTasks:
     def __init__(self, store: ResultsStore, workers: int, address: str | None, plugins: list[str]) -> None:
         import ray
 
-        from sandbox.runtime.processes import start_ray
+        from sandbox.core.processes import start_ray
 
         self.ray, self.store, self.workers, self.plugins = ray, store, workers, plugins
         self.started = start_ray(address, num_cpus=workers)
@@ -130,6 +130,6 @@ class RayTasks:
         for ref in self.refs:
             self.ray.cancel(ref, force=True)
         if self.started:
-            from sandbox.runtime.processes import stop_ray
+            from sandbox.core.processes import stop_ray
 
             stop_ray()

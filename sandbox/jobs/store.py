@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sandbox.core.numerics import NUMERICS
-from sandbox.runtime.processes import HOST, process_alive, start_time
+from sandbox.core.processes import HOST, process_alive, start_time
 
 log = logging.getLogger(__name__)
 

@@ -96,7 +96,7 @@ def _ticking(desc: str, enabled: bool, file=None):
 
 
 def init_ray(address: str | None = None, num_cpus: int | None = None, progress: bool = True) -> None:
-    """``ray.init`` with the feedback above (``sandbox.runtime.processes.start_ray`` calls it and
+    """``ray.init`` with the feedback above (``sandbox.core.processes.start_ray`` calls it and
     owns the shutdown on every exit path)."""
     try:
         import ray

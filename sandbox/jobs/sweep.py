@@ -1,7 +1,8 @@
 """Sweeps: lists of jobs executed by a backend, resumable at any moment.
 
 A ``Job`` is a function reference ``"module:function"`` plus JSON parameters and its torch thread
-count; the function returns a tidy DataFrame. Its hash names its results file. ``run_sweep``
+count; the function returns a tidy DataFrame. Its hash names its results file, so a job function
+that moves keeps its old name (``MOVED`` says where it lives now) and every stored result its id. ``run_sweep``
 verifies what is stored (checksum, the code that made it), claims each job before computing it
 (so concurrent sweeps on one folder compute every job once), runs the rest in this process, on
 local worker processes or on Ray, writes each result atomically as soon as it finishes, and never
@@ -27,18 +28,25 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from sandbox.analysis.store import ResultsStore, code_version
+from sandbox.core.processes import HOST
 from sandbox.core.validation import check_choice
-from sandbox.runtime import costs
-from sandbox.runtime.backends import InProcess, LocalProcesses, RayTasks
+from sandbox.jobs import costs
+from sandbox.jobs.backends import InProcess, LocalProcesses, RayTasks
+from sandbox.jobs.pool import import_plugins, plugins_from_env
+from sandbox.jobs.store import ResultsStore, code_version
 from sandbox.runtime.config import RunConfig, _freeze
-from sandbox.runtime.pool import import_plugins, plugins_from_env
-from sandbox.runtime.processes import HOST
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "ray")
 ATTEMPTS = 2  # a job whose worker dies is run once more, then recorded as failed
+
+
+#: job functions under the name their results were stored by → where they live now; the name, not
+#: the place, is hashed into a job's id (training runs were "sandbox.runtime.sweep:train_job" before
+#: job execution left the runtime), so stored results keep their ids
+TRAIN_JOB = "sandbox.runtime.sweep:train_job"
+MOVED = {TRAIN_JOB: "sandbox.jobs.sweep:train_job"}
 
 
 @dataclass(frozen=True)
@@ -71,10 +79,10 @@ class Job:
         """A training run of the actor-learner loop; its id is the run config's hash."""
         params = config.to_dict()
         params.pop("label")
-        return cls("sandbox.runtime.sweep:train_job", params, config.label or config.estimator)
+        return cls(TRAIN_JOB, params, config.label or config.estimator)
 
     def resolve(self):
-        module, _, name = self.fn.partition(":")
+        module, _, name = MOVED.get(self.fn, self.fn).partition(":")
         return getattr(importlib.import_module(module), name)
 
     def run(self) -> pd.DataFrame:
@@ -155,7 +163,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     ``$SANDBOX_LOCK_TIMEOUT`` or 600, which ``--lock-timeout`` sets), with a warning, then recorded as
     failed with what to do. Ctrl-C stops every worker at once, keeps every finished result and
     raises ``KeyboardInterrupt``. With ``progress`` and ``announce``, a line first says how many jobs
-    there are, how many are finished and roughly how long the rest take (``sandbox.runtime.costs``);
+    there are, how many are finished and roughly how long the rest take (``sandbox.jobs.costs``);
     a callable ``announce(plan, finished_ids)`` says it instead.
     """
     check_choice("backend", backend, BACKENDS)

@@ -98,11 +98,11 @@ _reapers: list[subprocess.Popen] = []
 
 def start_ray(address: str | None = None, num_cpus: int | None = None, progress: bool = False) -> bool:
     """Join Ray at ``address`` or start a local one with ``num_cpus`` (a progress line with
-    ``progress``, a one-line error when no cluster answers: ``sandbox.runtime.ray_start``); True when
+    ``progress``, a one-line error when no cluster answers: ``sandbox.core.ray_start``); True when
     this call started it."""
     import ray
 
-    from sandbox.runtime.ray_start import init_ray
+    from sandbox.core.ray_start import init_ray
 
     if ray.is_initialized():
         return False

@@ -19,7 +19,7 @@ from multiprocessing.connection import wait as wait_any
 from typing import Any
 
 from sandbox.core.plugins import PLUGINS_ENV, import_plugins, plugins_from_env
-from sandbox.runtime.processes import die_with_parent
+from sandbox.core.processes import die_with_parent
 
 
 def _worker_main(conn, parent: int, fn: Callable, plugins: Sequence[str]) -> None:
