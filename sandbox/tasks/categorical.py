@@ -89,10 +89,9 @@ class CategoricalTask(Task):
 
     def sample(self, params, batch, chain, generator, versions=None):
         # one position, whose distribution no token precedes: any action is scored by the drawn one
-        versions = Versions.single(params, 1)
-        out = decode(lambda p, _: self.logits(p, batch.obs), versions, chain, fresh(generator), batch.obs.shape,
-                     keep=True)
-        return PolicySample(out.actions, out.logp, teacher_forced(lambda p, a: out.log_probs, versions, out))
+        one = Versions.single(params, 1)
+        out = decode(lambda p, _: self.logits(p, batch.obs), one, chain, fresh(generator), batch.obs.shape, keep=True)
+        return PolicySample(out.actions, out.logp, teacher_forced(lambda p, a: out.log_probs, one, out))
 
     def reward(self, batch, actions, generator):
         return self.sample_rewards(batch.obs, actions[..., 0], generator)

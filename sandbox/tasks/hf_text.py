@@ -31,20 +31,13 @@ from sandbox.policies.hf import (
     DTYPES,
     LOGPROB_METHODS,
     CausalLMPolicy,
-    forced_logits,
     load_causal_lm,
     tiny_causal_lm,
 )
+from sandbox.policies.hf.logprob import forced_logits
 from sandbox.policies.hf.sampling import sample_completions, token_mask
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
-
-
-def over_rows(chain: SamplingChain) -> SamplingChain:
-    """The chain for logits ``[B, V]`` without a population axis (friction hooks expect ``[*P, B, V]``)."""
-    lift = lambda hook: None if hook is None else (lambda x: hook(x.unsqueeze(0))[0])  # noqa: E731
-    return dataclasses.replace(chain, logits_hook=lift(chain.logits_hook), probs_hook=lift(chain.probs_hook),
-                               report_hook=lift(chain.report_hook))
 
 
 @register_task("hf_text")
@@ -182,8 +175,7 @@ class HFTextTask(Task):
         module = self._require_policy().actor(params)
         prompt_ids, prompt_mask = batch.rows["prompt_ids"], batch.rows["prompt_mask"]
         comp = sample_completions(module, prompt_ids, prompt_mask, max_new_tokens=self.new_tokens,
-                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator,
-                                  chain=over_rows(chain))
+                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator, chain=chain)
         # the actor's own log-probs of any tokens [1, B, T] (its dtype and chain), every row recomputed, 0 after EOS
         forced = lambda m, a: chain.distribution(forced_logits(m, prompt_ids, prompt_mask, a[0]).unsqueeze(0))[0]  # noqa: E731
         logp_of = teacher_forced(forced, Versions.single(module, self.new_tokens),
@@ -267,4 +259,4 @@ class TextArithmeticTask(HFTextTask):
     env: str = field(default="arithmetic", init=False)
 
 
-__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask", "over_rows"]
+__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask"]

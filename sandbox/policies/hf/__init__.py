@@ -2,12 +2,7 @@
 actor's chain (``sampling``) and teacher-forced log-probs through the fused kernel (``logprob``).
 The ``hf_text`` task that trains one is ``sandbox.tasks.hf_text``."""
 
-from sandbox.policies.hf.logprob import (
-    LOGPROB_METHODS,
-    CausalLMPolicy,
-    completion_logp,
-    forced_logits,
-)
+from sandbox.policies.hf.logprob import LOGPROB_METHODS, CausalLMPolicy, completion_logp
 from sandbox.policies.hf.model import (
     ARCHS,
     DTYPES,
@@ -17,8 +12,8 @@ from sandbox.policies.hf.model import (
     load_causal_lm,
     tiny_causal_lm,
 )
-from sandbox.policies.hf.sampling import Completions, KVCachedSteps, sample_completions, token_mask
+from sandbox.policies.hf.sampling import Completions, sample_completions, token_mask
 
-__all__ = ["ARCHS", "DTYPES", "LOGPROB_METHODS", "CausalLMPolicy", "Completions", "KVCachedSteps", "backbone",
-           "check_fusable", "completion_logp", "forced_logits", "head_parameter_name", "load_causal_lm",
-           "sample_completions", "tiny_causal_lm", "token_mask"]
+__all__ = ["ARCHS", "DTYPES", "LOGPROB_METHODS", "CausalLMPolicy", "Completions", "backbone", "check_fusable",
+           "completion_logp", "head_parameter_name", "load_causal_lm", "sample_completions", "tiny_causal_lm",
+           "token_mask"]

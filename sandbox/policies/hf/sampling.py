@@ -64,23 +64,25 @@ def sample_completions(
     chain: SamplingChain = IDENTITY,
 ) -> Completions:
     """Autoregressive sampling with the KV cache from left-padded prompts, through the one decode
-    loop (``sandbox.policies.decode``): per step the last position's logits (in fp32) go through
-    the actor's ``chain`` (temperature, friction hooks, ε) and a ~ p by inverse CDF on one uniform
+    loop (``sandbox.policies.decode``): per step the last position's logits (in fp32, ``[1, B, V]``
+    with a population axis of 1 as friction hooks expect) go through the actor's ``chain``
+    (temperature, friction hooks, ε) and a ~ p by inverse CDF on one uniform
     of ``generator`` per row (drawn in fp64 on the generator's device); logp = log p(a). Stops when
     every row has emitted EOS or after ``max_new_tokens``.
     """
     check_prompts(prompt_ids, prompt_mask)
     check_range("max_new_tokens", max_new_tokens, low=1)
     out = decode(KVCachedSteps(prompt_ids, prompt_mask), Versions.single(model, max_new_tokens), chain,
-                 fresh(generator, torch.float64), (prompt_ids.shape[0],), device=prompt_ids.device, eos=eos_id,
+                 fresh(generator, torch.float64), (1, prompt_ids.shape[0]), device=prompt_ids.device, eos=eos_id,
                  pad=pad_id)
-    return Completions(tokens=out.actions, logp=out.logp, mask=token_mask(out.actions, eos_id))
+    return Completions(tokens=out.actions[0], logp=out.logp[0], mask=token_mask(out.actions[0], eos_id))
 
 
 class KVCachedSteps:
     """The decode loop's steps for a causal LM (the ``model`` a version decodes with): the
     prompts run once (prefill, at t = 0), then one token per step against the KV cache; logits
-    in fp32 (fp64 for an fp64 model). The cache holds one version's keys and values."""
+    ``[1, B, V]`` (a population axis of 1, as the chain's hooks expect) in fp32 (fp64 for an fp64
+    model). The cache holds one version's keys and values."""
 
     def __init__(self, prompt_ids: Tensor, prompt_mask: Tensor) -> None:
         self.prompt_ids, self.attention = prompt_ids, prompt_mask.long()
@@ -95,13 +97,13 @@ class KVCachedSteps:
         elif model is not self.model:
             raise ValueError("a KV cache holds one version's keys and values: the model may not change within a rollout")
         else:
-            self.attention = torch.cat([self.attention, self.attention.new_ones(answered.shape[0], 1)], -1)
-            out = model(input_ids=answered[:, -1:], attention_mask=self.attention, position_ids=self.next_position,
+            self.attention = torch.cat([self.attention, self.attention.new_ones(answered.shape[1], 1)], -1)
+            out = model(input_ids=answered[0, :, -1:], attention_mask=self.attention, position_ids=self.next_position,
                         **{self.cache: self.past}, use_cache=True)
             self.next_position = self.next_position + 1
         self.past = getattr(out, self.cache)
         logits = out.logits[:, -1]
-        return logits.to(torch.promote_types(logits.dtype, torch.float32))
+        return logits.to(torch.promote_types(logits.dtype, torch.float32)).unsqueeze(0)
 
 
 def cache_keyword(model) -> str:
