@@ -63,13 +63,18 @@ class Versions:
 @dataclass(frozen=True)
 class Decoded:
     """Tokens ``actions [..., T]`` (``pad`` after EOS), the log-probs they were drawn with (0 after
-    EOS), the version of each position ``[..., T]`` and, when kept, every position's log-probs
+    EOS), the ``versions`` that decoded them and, when kept, every position's log-probs
     ``log_probs [..., T, V]``."""
 
     actions: Tensor
     logp: Tensor
-    version: Tensor
+    versions: Versions
     log_probs: Tensor | None = None
+
+    @property
+    def version(self) -> Tensor:
+        """The version of every token, ``[..., T]``."""
+        return self.versions.stamp(self.actions.shape).to(self.actions.device)
 
 
 def upfront(uniforms: Tensor) -> Uniforms:
@@ -113,8 +118,7 @@ def decode(steps: Steps, versions: Versions, chain: SamplingChain, uniforms: Uni
             kept.append(log_probs)
         if done is not None and t + 1 < T and bool(done.all()):
             break
-    return Decoded(actions, logp, versions.stamp(actions.shape).to(actions.device),
-                   torch.stack(kept, -2) if keep else None)
+    return Decoded(actions, logp, versions, torch.stack(kept, -2) if keep else None)
 
 
 def teacher_forced(log_probs_of: Callable[[Any, Tensor], Tensor], versions: Versions, drawn: Decoded | None = None,
