@@ -18,17 +18,18 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from sandbox.core.sampling import SamplingChain, draw
+from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_range
 from sandbox.frictions.base import Friction, register_friction
+from sandbox.policies.decode import Versions
 
 
 @register_friction("partial_rollouts")
 @dataclass(frozen=True)
 class PartialRollouts(Friction):
     """A row's answer is sampled in ``chunks`` chunks, each with a newer policy version (1 = off).
-    Needs a sequence task (a transformer with teacher-forced ``answer_logits``) and the simulated
-    loop's parameter history (``history='params'``)."""
+    Needs a task whose sampler decodes each position with any version (``Task.resumable``) and the
+    simulated loop's parameter history (``history='params'``)."""
 
     resumes_versions: ClassVar[bool] = True
 
@@ -54,46 +55,17 @@ class PartialRollouts(Friction):
 
     def sample(self, task, batch, chain: SamplingChain, generator: torch.Generator, started: int, latest: int,
                params_of: Callable[[int], Sequence[Tensor]]):
-        """Draw the batch's answers chunk by chunk (one uniform per token, drawn first, inverse CDF
-        through ``chain`` as the task's own sampler does); returns the tokens and their log-probs
-        ``[S, B, A]``, ``logp_of(answers)`` (as the task's ``PolicySample``) and the version of every
-        token ``[S, B, A]``."""
-        model = getattr(task, "model", None)
-        if not hasattr(model, "answer_logits") or not hasattr(task, "answer_len"):
-            raise ValueError(f"partial_rollouts needs a sequence task (a transformer policy with answer_logits), "
-                             f"got {type(task).__name__}")
-        prompts, A = batch.obs, task.answer_len
-        versions = self.chunk_versions(started, latest)
-        chunk = self.chunk_of(A)
-        params = {v: params_of(v) for v in sorted(set(versions))}
-        S, G, _ = prompts.shape
-        B = G * task.samples_per_prompt
-        dtype = params[versions[0]][0].dtype
-        uniforms = torch.rand(S, B, A, generator=generator, dtype=dtype)
-        actions = torch.zeros(S, B, A, dtype=torch.long)
-        logp = torch.empty(S, B, A, dtype=dtype)
-        for t in range(A):  # teacher-forced: position t's logits see only actions[..., :t]
-            logits = model.answer_logits(params[versions[int(chunk[t])]], prompts, actions)[:, :, t]
-            log_probs, probs = chain.distribution(logits)
-            actions[..., t] = draw(probs, uniforms[..., t : t + 1])
-            logp[..., t] = log_probs.gather(-1, actions[..., t : t + 1]).squeeze(-1)
-        drawn = actions.clone()
-
-        def logp_of(answers: Tensor) -> Tensor:
-            """Per-token log-probs of ``answers`` under the chunked actor (each token its version's)."""
-            out = logp.clone()
-            same = (answers == drawn).all(-1, keepdim=True)
-            if bool(same.all()):
-                return out
-            for v, p in params.items():
-                at = torch.tensor(versions)[chunk] == v  # the positions sampled with version v
-                if bool(at.any()):
-                    forced = chain.logp(model.answer_logits(p, prompts, answers), answers)
-                    out[..., at] = torch.where(same, out[..., at], forced[..., at])
-            return out
-
-        stamp = torch.tensor(versions, dtype=torch.long)[chunk].expand(S, B, A).clone()
-        return actions, logp, logp_of, stamp
+        """Draw the batch's answers through the task's own decode loop, each chunk's positions
+        decoded by their version; returns the tokens and their log-probs ``[S, B, A]``,
+        ``logp_of(answers)`` (each token scored by its version) and the version of every token."""
+        if not task.resumable:
+            raise ValueError(f"partial_rollouts needs a sequence task (a policy that decodes each position with any "
+                             f"version's parameters), got {type(task).__name__}")
+        chunk_versions = self.chunk_versions(started, latest)
+        stamps = tuple(chunk_versions[int(c)] for c in self.chunk_of(task.answer_len))
+        versions = Versions(stamps, {v: params_of(v) for v in sorted(set(stamps))})
+        drawn = task.sample(versions.first, batch, chain, generator, versions=versions)
+        return drawn.actions, drawn.logp, drawn.logp_of, versions.stamp(drawn.actions.shape)
 
 
 __all__ = ["PartialRollouts"]

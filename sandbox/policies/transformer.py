@@ -37,17 +37,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from sandbox.core.sampling import IDENTITY, SamplingChain, draw
+from sandbox.core.sampling import IDENTITY, SamplingChain
 from sandbox.core.validation import check_choice, check_int, check_range, check_tensor
+from sandbox.policies.decode import Decoded, Versions, decode, upfront
 from sandbox.policies.transformer_variants import VARIANTS, Variant
-
-
-@dataclass(frozen=True)
-class SampleOutput:
-    """Sampled answers ``actions [S, B, A]`` and the log-probs the sampler drew them with ``[S, B, A]``."""
-
-    actions: Tensor
-    logp: Tensor
 
 
 def _bmm(x: Tensor, w: Tensor) -> Tensor:
@@ -271,50 +264,68 @@ class Transformer:
 
     # ------------------------------------------------------------------ sampling
     def sample(self, params: Sequence[Tensor], prompts: Tensor, samples_per_prompt: int, answer_len: int,
-               generator: torch.Generator, chain: SamplingChain = IDENTITY, cache: bool = True) -> SampleOutput:
-        """Draw ``samples_per_prompt`` answers of ``answer_len`` tokens for each prompt ``[S, G, P]``.
+               generator: torch.Generator, chain: SamplingChain = IDENTITY, cache: bool = True,
+               versions: Versions | None = None) -> Decoded:
+        """Draw ``samples_per_prompt`` answers of ``answer_len`` tokens for each prompt ``[S, G, P]``
+        through the one decode loop (``sandbox.policies.decode``), on one uniform per token drawn
+        first (``[S, B, A]``): answers ``actions [S, B, A]`` and their log-probs ``logp``.
 
-        At every token the actor's ``chain`` (``sandbox.core.sampling``: temperature, friction
-        hooks, ε-mixing) turns the logits into the distribution drawn from by inverse CDF on one
-        uniform per token (all drawn first, ``[S, B, A]``); the recorded log-prob is that of this
-        distribution. ``cache=False`` recomputes the whole prefix at every token (the reference the
-        cache is tested against). Runs under ``torch.no_grad``.
-        """
+        ``cache=False`` recomputes the prefix teacher-forced at every token (the reference the KV
+        cache is tested against); ``versions`` (default ``params`` at every position) decodes each
+        position with its version's parameters, a resumed rollout, which needs ``cache=False``.
+        Runs under ``torch.no_grad``."""
         check_tensor("prompts", prompts, dtype="int", ndim=3)
         check_range("samples_per_prompt", samples_per_prompt, low=1)
         check_range("answer_len", answer_len, low=1)
         S, G, P = prompts.shape
         M, A = samples_per_prompt, answer_len
-        B = G * M
         if P + A - 1 > self.context:
             raise ValueError(f"prompt {P} + answer {A} − 1 exceeds the context of {self.context} positions")
+        versions = Versions.single(params, A) if versions is None else versions
+        if len(versions.stamps) != A:
+            raise ValueError(f"versions must stamp the {A} answer positions, got {len(versions.stamps)}")
         with torch.no_grad():
-            dtype = params[0].dtype
-            uniforms = torch.rand(S, B, A, generator=generator, dtype=dtype)
-            step = _Decoder(self, params, prompts, M, A) if cache else _Recompute(self, params, prompts, M)
-            actions = torch.empty(S, B, A, dtype=torch.long)
-            logp = torch.empty(S, B, A, dtype=dtype)
-            logits = step.first()
-            for t in range(A):
-                log_probs, probs = chain.distribution(logits)
-                token = draw(probs, uniforms[..., t : t + 1])
-                actions[..., t] = token
-                logp[..., t] = log_probs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
-                if t + 1 < A:
-                    logits = step.next(actions[..., : t + 1])
-        return SampleOutput(actions, logp)
+            dtype = versions.first[0].dtype  # of the uniforms and the recorded log-probs
+            uniforms = torch.rand(S, G * M, A, generator=generator, dtype=dtype)
+            steps = _Cached(self, prompts, M, A) if cache else _Forced(self, prompts, A)
+            return decode(steps, versions, chain, upfront(uniforms), (S, G * M), dtype=dtype)
 
 
-class _Decoder:
-    """KV-cached incremental decoding: the prompt of each group is run once (prefill) and its keys
-    and values are broadcast into every row's cache; each new token runs one position."""
+class _Forced:
+    """Teacher-forced steps: position t runs [prompt ; a_<t ; 0 …] through ``answer_logits`` under
+    any version's parameters (the zeros after t are never attended to)."""
 
-    def __init__(self, model: Transformer, params: Sequence[Tensor], prompts: Tensor, M: int, A: int) -> None:
-        self.model = model
+    def __init__(self, model: Transformer, prompts: Tensor, A: int) -> None:
+        self.model, self.prompts, self.A = model, prompts, A
+
+    def __call__(self, params: Sequence[Tensor], answered: Tensor) -> Tensor:
+        t = answered.shape[-1]
+        return self.model.answer_logits(params, self.prompts, F.pad(answered, (0, self.A - t)))[:, :, t]
+
+
+class _Cached:
+    """KV-cached steps: the prompt of each group is run once (prefill, at t = 0) and its keys and
+    values are broadcast into every row's cache; each later token runs one position. The cache
+    holds one version's keys: the parameters may not change within a rollout."""
+
+    def __init__(self, model: Transformer, prompts: Tensor, M: int, A: int) -> None:
+        self.model, self.prompts, self.M, self.A = model, prompts, M, A
+        self.params: Sequence[Tensor] | None = None
+
+    def __call__(self, params: Sequence[Tensor], answered: Tensor) -> Tensor:
+        if answered.shape[-1] == 0:
+            return self._prefill(params)
+        if params is not self.params:
+            raise ValueError("a KV cache holds one version's keys and values: decode a resumed rollout with cache=False")
+        return self._next(answered)
+
+    def _prefill(self, params: Sequence[Tensor]) -> Tensor:
+        model, prompts, M = self.model, self.prompts, self.M
+        self.params = params
         self.tok_emb, self.pos_emb, self.blocks, self.unembed = model._blocks(params)
         S, G, P = prompts.shape
         self.S, self.B, self.P = S, G * M, P
-        h, d, L = model.heads, model.head_dim, P + A - 1
+        h, d, L = model.heads, model.head_dim, P + self.A - 1
         self.keys = [torch.empty(S, G, M, h, L, d, dtype=self.unembed.dtype) for _ in self.blocks]
         self.values = [torch.empty_like(k) for k in self.keys]
         x = model._embed(self.tok_emb, self.pos_emb, prompts, 0)  # [S, G, P, D]
@@ -327,12 +338,9 @@ class _Decoder:
         self.keys = [k.view(S * self.B, h, L, d) for k in self.keys]
         self.values = [v.view(S * self.B, h, L, d) for v in self.values]
         last = _bmm(x[:, :, -1], self.unembed)  # [S, G, V]
-        self._first = last.unsqueeze(2).expand(S, G, M, model.vocab).reshape(S, self.B, model.vocab)
+        return last.unsqueeze(2).expand(S, G, M, model.vocab).reshape(S, self.B, model.vocab)
 
-    def first(self) -> Tensor:
-        return self._first
-
-    def next(self, answered: Tensor) -> Tensor:
+    def _next(self, answered: Tensor) -> Tensor:
         """Logits ``[S, B, V]`` for the token after ``answered [S, B, t]`` (only the last is run)."""
         model, S, B = self.model, self.S, self.B
         pos = self.P + answered.shape[-1] - 1
@@ -348,18 +356,4 @@ class _Decoder:
         return _bmm(x, self.unembed)
 
 
-class _Recompute:
-    """Uncached reference: the full teacher-forced forward of every row at every token."""
-
-    def __init__(self, model: Transformer, params: Sequence[Tensor], prompts: Tensor, M: int) -> None:
-        self.model, self.params = model, params
-        self.rows = prompts.repeat_interleave(M, dim=1)
-
-    def first(self) -> Tensor:
-        return self.model.logits(self.params, self.rows)[:, :, -1]
-
-    def next(self, answered: Tensor) -> Tensor:
-        return self.model.logits(self.params, torch.cat([self.rows, answered], -1))[:, :, -1]
-
-
-__all__ = ["SMALL_ATTENTION", "VARIANTS", "SampleOutput", "Transformer", "Variant", "attention"]
+__all__ = ["SMALL_ATTENTION", "VARIANTS", "Transformer", "Variant", "attention"]

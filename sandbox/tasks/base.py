@@ -28,6 +28,7 @@ from sandbox.core.sampling import SamplingChain
 from sandbox.core.terms import EstimatorOutput
 from sandbox.core.validation import check_memory, gib
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.policies.decode import Versions
 
 TASKS: Registry[Task] = Registry("task")
 
@@ -120,6 +121,9 @@ class Task(ABC):
     default_advantage: ClassVar[str] = "group_mean"
     default_optimizer: ClassVar[str] = "adam"
     default_lr: ClassVar[float] = 1e-3
+    #: its sampler decodes each position with any version's parameters (``sample(versions=…)``:
+    #: a rollout resumed under newer parameters, ``sandbox.frictions.partial``)
+    resumable: ClassVar[bool] = False
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions
@@ -155,8 +159,9 @@ class Task(ABC):
     # ------------------------------------------------------------------ policy
     @abstractmethod
     def sample(self, params: Sequence[Tensor], batch: Batch, chain: SamplingChain,
-               generator: torch.Generator) -> PolicySample:
-        """Draw the batch's tokens with (friction-transformed) actor ``params`` through ``chain``."""
+               generator: torch.Generator, versions: Versions | None = None) -> PolicySample:
+        """Draw the batch's tokens with (friction-transformed) actor ``params`` through ``chain``;
+        a ``resumable`` task decodes position t with ``versions``' parameters instead when given."""
 
     def token_mask(self, batch: Batch, actions: Tensor) -> Tensor:
         """Valid tokens ``[*P, B, T]`` (default: all)."""

@@ -14,10 +14,10 @@ import torch
 from torch import Tensor
 
 from sandbox.core.rollout import Rollout
-from sandbox.core.sampling import draw
 from sandbox.diagnostics import cosine
 from sandbox.estimators.base import Estimator
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.policies.decode import Versions, decode, fresh, teacher_forced
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task
 from sandbox.tasks.exact import expected_objective
 
@@ -87,11 +87,11 @@ class CategoricalTask(Task):
             seed=seed,
         )
 
-    def sample(self, params, batch, chain, generator):
-        log_probs, probs = chain.distribution(self.logits(params, batch.obs))
-        u = torch.rand(probs.shape[:-1] + (1,), generator=generator, dtype=probs.dtype)
-        actions = draw(probs, u).unsqueeze(-1)  # [S, R, 1]
-        return PolicySample(actions, log_probs.gather(-1, actions), lambda a: log_probs.gather(-1, a))
+    def sample(self, params, batch, chain, generator, versions=None):
+        # one position, whose distribution no token precedes: any action is scored by the drawn one
+        one = Versions.single(params, 1)
+        out = decode(lambda p, _: self.logits(p, batch.obs), one, chain, fresh(generator), batch.obs.shape, keep=True)
+        return PolicySample(out.actions, out.logp, teacher_forced(lambda p, a: out.log_probs, one, out))
 
     def reward(self, batch, actions, generator):
         return self.sample_rewards(batch.obs, actions[..., 0], generator)

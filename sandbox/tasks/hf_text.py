@@ -25,6 +25,7 @@ from sandbox.envs.text import CharTokenizer, encode_batch, make_text_env
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.frictions.precision import k3_kl
 from sandbox.kernels import BACKENDS
+from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.hf import (
     ARCHS,
     DTYPES,
@@ -33,16 +34,10 @@ from sandbox.policies.hf import (
     load_causal_lm,
     tiny_causal_lm,
 )
-from sandbox.policies.hf.sampling import positions, sample_completions, token_mask
+from sandbox.policies.hf.logprob import forced_logits
+from sandbox.policies.hf.sampling import sample_completions, token_mask
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
-
-
-def over_rows(chain: SamplingChain) -> SamplingChain:
-    """The chain for logits ``[B, V]`` without a population axis (friction hooks expect ``[*P, B, V]``)."""
-    lift = lambda hook: None if hook is None else (lambda x: hook(x.unsqueeze(0))[0])  # noqa: E731
-    return dataclasses.replace(chain, logits_hook=lift(chain.logits_hook), probs_hook=lift(chain.probs_hook),
-                               report_hook=lift(chain.report_hook))
 
 
 @register_task("hf_text")
@@ -176,23 +171,15 @@ class HFTextTask(Task):
         return token_mask(actions, self.tok.eos_id)
 
     # ------------------------------------------------------------------ policy
-    def sample(self, params, batch, chain, generator):
+    def sample(self, params, batch, chain, generator, versions=None):
         module = self._require_policy().actor(params)
         prompt_ids, prompt_mask = batch.rows["prompt_ids"], batch.rows["prompt_mask"]
         comp = sample_completions(module, prompt_ids, prompt_mask, max_new_tokens=self.new_tokens,
-                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator,
-                                  chain=over_rows(chain))
-
-        def logp_of(actions: Tensor) -> Tensor:
-            """The actor's own log-probs of ``actions [1, B, T]`` (its dtype and chain), 0 after EOS."""
-            P, T = prompt_ids.shape[1], actions.shape[-1]
-            ids = torch.cat([prompt_ids, actions[0]], -1)
-            attention = torch.cat([prompt_mask, torch.ones_like(actions[0], dtype=torch.bool)], -1).long()
-            logits = module(input_ids=ids, attention_mask=attention, position_ids=positions(attention),
-                            use_cache=False).logits[:, P - 1 : P + T - 1]
-            logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-            return chain.logp(logits.unsqueeze(0), actions).masked_fill(~token_mask(actions, self.tok.eos_id), 0.0)
-
+                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator, chain=chain)
+        # the actor's own log-probs of any tokens [1, B, T] (its dtype and chain), every row recomputed, 0 after EOS
+        forced = lambda m, a: chain.distribution(forced_logits(m, prompt_ids, prompt_mask, a[0]).unsqueeze(0))[0]  # noqa: E731
+        logp_of = teacher_forced(forced, Versions.single(module, self.new_tokens),
+                                 mask_of=lambda a: token_mask(a, self.tok.eos_id))
         return PolicySample(comp.tokens.unsqueeze(0), comp.logp.unsqueeze(0), logp_of)
 
     def rollout_extras(self, batch, ctx, actor_params, params, sample):
@@ -272,4 +259,4 @@ class TextArithmeticTask(HFTextTask):
     env: str = field(default="arithmetic", init=False)
 
 
-__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask", "over_rows"]
+__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask"]

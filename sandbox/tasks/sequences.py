@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -38,6 +39,7 @@ from sandbox.envs.sequences import (
     all_sequences,
 )
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.transformer import Transformer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
 from sandbox.tasks.screened import screened_objective
@@ -58,6 +60,7 @@ class SequenceTask(Task):
     """
 
     default_lr = 3e-4  # the reference launcher's Adam step (google-deepmind/egg)
+    resumable: ClassVar[bool] = True  # partial rollouts: each position decoded by its version
 
     problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others' are validated, unused)
     H: int = 10  # reverse_copy: prompt = answer length; bit_parity: prompt length
@@ -193,19 +196,13 @@ class SequenceTask(Task):
         return self.rewards(batch.rows, actions)
 
     # ------------------------------------------------------------------ policy
-    def sample(self, params, batch, chain, generator):
-        out = self.model.sample(params, batch.obs, self.samples_per_prompt, self.answer_len, generator, chain=chain)
-
-        def logp_of(actions: Tensor) -> Tensor:
-            # exact for the rows the sampler drew (its own log-probs); a teacher-forced recompute
-            # under the same chain for other rows (with fresh logit noise: one draw of the noise)
-            same = (actions == out.actions).all(-1, keepdim=True)
-            if bool(same.all()):
-                return out.logp
-            forced = chain.logp(self.model.answer_logits(params, batch.obs, actions), actions)
-            return torch.where(same, out.logp, forced)
-
-        return PolicySample(out.actions, out.logp, logp_of)
+    def sample(self, params, batch, chain, generator, versions=None):
+        resumed = versions is not None  # decoded teacher-forced: a KV cache holds one version's keys
+        versions = versions if resumed else Versions.single(params, self.answer_len)
+        out = self.model.sample(params, batch.obs, self.samples_per_prompt, self.answer_len, generator, chain=chain,
+                                cache=not resumed, versions=versions)
+        forced = lambda p, actions: chain.distribution(self.model.answer_logits(p, batch.obs, actions))[0]  # noqa: E731
+        return PolicySample(out.actions, out.logp, teacher_forced(forced, versions, out))
 
     def rollout_extras(self, batch, ctx, actor_params, params, sample):
         return {"correct": ctx.correct_actions} if (self.frictions or self.with_target) else {}

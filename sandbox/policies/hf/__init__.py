@@ -12,8 +12,8 @@ from sandbox.policies.hf.model import (
     load_causal_lm,
     tiny_causal_lm,
 )
-from sandbox.policies.hf.sampling import Completions, sample_completions, sample_rows, token_mask
+from sandbox.policies.hf.sampling import Completions, sample_completions, token_mask
 
 __all__ = ["ARCHS", "DTYPES", "LOGPROB_METHODS", "CausalLMPolicy", "Completions", "backbone", "check_fusable",
-           "completion_logp", "head_parameter_name", "load_causal_lm", "sample_completions", "sample_rows",
-           "tiny_causal_lm", "token_mask"]
+           "completion_logp", "head_parameter_name", "load_causal_lm", "sample_completions", "tiny_causal_lm",
+           "token_mask"]

@@ -29,6 +29,22 @@ def _call(module: nn.Module, params: dict[str, Tensor] | None, **kwargs):
     return torch.func.functional_call(module, params, args=(), kwargs=kwargs)
 
 
+def _forward_kwargs(prompt_ids: Tensor, prompt_mask: Tensor, actions: Tensor) -> dict:
+    """One forward over [prompt ; actions]: every prompt token ``prompt_mask`` keeps and every action."""
+    attention = torch.cat([prompt_mask, torch.ones_like(actions, dtype=torch.bool)], -1).long()
+    return dict(input_ids=torch.cat([prompt_ids, actions], -1), attention_mask=attention,
+                position_ids=positions(attention), use_cache=False)
+
+
+def forced_logits(model: nn.Module, prompt_ids: Int[Tensor, "B P"], prompt_mask: Bool[Tensor, "B P"],
+                  actions: Int[Tensor, "B T"], params: dict[str, Tensor] | None = None) -> Float[Tensor, "B T V"]:
+    """Teacher-forced next-token logits of ``actions`` after left-padded prompts, in fp32 (fp64 for
+    an fp64 model): position t's logits see the prompt and a_<t (``params`` as in ``completion_logp``)."""
+    P, T = prompt_ids.shape[1], actions.shape[1]
+    logits = _call(model, params, **_forward_kwargs(prompt_ids, prompt_mask, actions)).logits[:, P - 1 : P + T - 1]
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
 def completion_logp(
     model: nn.Module,
     prompt_ids: Int[Tensor, "B P"],
@@ -58,15 +74,11 @@ def completion_logp(
     if actions.shape[0] != prompt_ids.shape[0] or mask.shape != actions.shape:
         raise ValueError(f"actions and mask must have shape [B, T] with B={prompt_ids.shape[0]}, "
                          f"got {tuple(actions.shape)} and {tuple(mask.shape)}")
-    P, T = prompt_ids.shape[1], actions.shape[1]
-    ids = torch.cat([prompt_ids, actions], -1)
-    attention = torch.cat([prompt_mask, torch.ones_like(mask)], -1).long()
-    kwargs = dict(input_ids=ids, attention_mask=attention, position_ids=positions(attention), use_cache=False)
     if method == "naive":
-        logits = _call(model, params, **kwargs).logits[:, P - 1 : P + T - 1]
-        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-        log_probs = torch.log_softmax(logits / temperature, -1)
+        log_probs = torch.log_softmax(forced_logits(model, prompt_ids, prompt_mask, actions, params) / temperature, -1)
         return log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+    P, T = prompt_ids.shape[1], actions.shape[1]
+    kwargs = _forward_kwargs(prompt_ids, prompt_mask, actions)
     check_fusable(model)
     body, prefix = backbone(model)
     head_name = head_parameter_name(model)
@@ -143,4 +155,4 @@ class CausalLMPolicy:
                                chunk_size=self.chunk_size, backend=self.backend)
 
 
-__all__ = ["LOGPROB_METHODS", "CausalLMPolicy", "completion_logp"]
+__all__ = ["LOGPROB_METHODS", "CausalLMPolicy", "completion_logp", "forced_logits"]

@@ -11,11 +11,12 @@ import inspect
 from dataclasses import dataclass
 
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Bool, Int
 from torch import Tensor, nn
 
-from sandbox.core.sampling import IDENTITY, SamplingChain, draw
+from sandbox.core.sampling import IDENTITY, SamplingChain
 from sandbox.core.validation import check_range, check_tensor
+from sandbox.policies.decode import Versions, decode, fresh
 
 
 def token_mask(actions: Int[Tensor, "*B T"], eos_id: int) -> Bool[Tensor, "*B T"]:
@@ -23,13 +24,6 @@ def token_mask(actions: Int[Tensor, "*B T"], eos_id: int) -> Bool[Tensor, "*B T"
     eos = (actions == eos_id).long()
     before = eos.cumsum(-1) - eos  # EOS tokens strictly before position t
     return before == 0
-
-
-def sample_rows(probs: Float[Tensor, "B V"], generator: torch.Generator) -> Int[Tensor, " B"]:
-    """One draw per row by inverse CDF on one uniform per row from ``generator`` (drawn on the
-    generator's device, then moved to the rows'), so the same seed gives the same tokens anywhere."""
-    u = torch.rand(probs.shape[0], 1, generator=generator, dtype=torch.float64).to(probs.device, probs.dtype)
-    return draw(probs, u)
 
 
 def positions(attention: Tensor) -> Tensor:
@@ -69,39 +63,47 @@ def sample_completions(
     generator: torch.Generator,
     chain: SamplingChain = IDENTITY,
 ) -> Completions:
-    """Autoregressive sampling with the KV cache (``cache_keyword``) from left-padded prompts.
-
-    Per step: the last position's logits (in fp32) go through the actor's ``chain``
-    (``sandbox.core.sampling``: temperature, friction hooks, ε) and a ~ p by inverse CDF on one
-    uniform of ``generator`` per row; logp = log p(a). Stops when every row has emitted EOS or
-    after ``max_new_tokens``.
+    """Autoregressive sampling with the KV cache from left-padded prompts, through the one decode
+    loop (``sandbox.policies.decode``): per step the last position's logits (in fp32, ``[1, B, V]``
+    with a population axis of 1 as friction hooks expect) go through the actor's ``chain``
+    (temperature, friction hooks, ε) and a ~ p by inverse CDF on one uniform
+    of ``generator`` per row (drawn in fp64 on the generator's device); logp = log p(a). Stops when
+    every row has emitted EOS or after ``max_new_tokens``.
     """
     check_prompts(prompt_ids, prompt_mask)
     check_range("max_new_tokens", max_new_tokens, low=1)
-    B, device = prompt_ids.shape[0], prompt_ids.device
-    attention = prompt_mask.long()
-    out = model(input_ids=prompt_ids, attention_mask=attention, position_ids=positions(attention),
-                use_cache=True, logits_to_keep=1)
-    cache = cache_keyword(model)
-    next_position = positions(attention)[:, -1:] + 1
-    stat = torch.promote_types(out.logits.dtype, torch.float32)  # fp32 (fp64 for an fp64 model)
-    tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=device)
-    logp = torch.zeros(B, max_new_tokens, dtype=stat, device=device)
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    for t in range(max_new_tokens):
-        log_probs, probs = chain.distribution(out.logits[:, -1].to(stat))
-        token = sample_rows(probs, generator)
-        lp = log_probs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
-        tokens[:, t] = torch.where(done, pad_id, token)
-        logp[:, t] = torch.where(done, 0.0, lp)
-        done = done | (token == eos_id)
-        if t + 1 == max_new_tokens or bool(done.all()):
-            break
-        attention = torch.cat([attention, attention.new_ones(B, 1)], -1)
-        out = model(input_ids=tokens[:, t : t + 1], attention_mask=attention, position_ids=next_position,
-                    **{cache: getattr(out, cache)}, use_cache=True)
-        next_position = next_position + 1
-    return Completions(tokens=tokens, logp=logp, mask=token_mask(tokens, eos_id))
+    out = decode(KVCachedSteps(prompt_ids, prompt_mask), Versions.single(model, max_new_tokens), chain,
+                 fresh(generator, torch.float64), (1, prompt_ids.shape[0]), device=prompt_ids.device, eos=eos_id,
+                 pad=pad_id)
+    return Completions(tokens=out.actions[0], logp=out.logp[0], mask=token_mask(out.actions[0], eos_id))
+
+
+class KVCachedSteps:
+    """The decode loop's steps for a causal LM (the ``model`` a version decodes with): the
+    prompts run once (prefill, at t = 0), then one token per step against the KV cache; logits
+    ``[1, B, V]`` (a population axis of 1, as the chain's hooks expect) in fp32 (fp64 for an fp64
+    model). The cache holds one version's keys and values."""
+
+    def __init__(self, prompt_ids: Tensor, prompt_mask: Tensor) -> None:
+        self.prompt_ids, self.attention = prompt_ids, prompt_mask.long()
+        self.model: nn.Module | None = None
+
+    def __call__(self, model: nn.Module, answered: Tensor) -> Tensor:
+        if answered.shape[-1] == 0:
+            self.model, self.cache = model, cache_keyword(model)
+            out = model(input_ids=self.prompt_ids, attention_mask=self.attention, position_ids=positions(self.attention),
+                        use_cache=True, logits_to_keep=1)
+            self.next_position = positions(self.attention)[:, -1:] + 1
+        elif model is not self.model:
+            raise ValueError("a KV cache holds one version's keys and values: the model may not change within a rollout")
+        else:
+            self.attention = torch.cat([self.attention, self.attention.new_ones(answered.shape[1], 1)], -1)
+            out = model(input_ids=answered[0, :, -1:], attention_mask=self.attention, position_ids=self.next_position,
+                        **{self.cache: self.past}, use_cache=True)
+            self.next_position = self.next_position + 1
+        self.past = getattr(out, self.cache)
+        logits = out.logits[:, -1]
+        return logits.to(torch.promote_types(logits.dtype, torch.float32)).unsqueeze(0)
 
 
 def cache_keyword(model) -> str:
@@ -110,4 +112,4 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-__all__ = ["Completions", "check_prompts", "positions", "sample_completions", "sample_rows", "token_mask"]
+__all__ = ["Completions", "KVCachedSteps", "check_prompts", "positions", "sample_completions", "token_mask"]
