@@ -20,12 +20,12 @@ from sandbox.envs.bandits import exact_pg
 from sandbox.estimators import Estimator, PGTerms, make_estimator
 from sandbox.estimators.delight import ProbabilityGate  # noqa: F401  (re-exported; registered by the library)
 from sandbox.frictions import FrictionStack, make_friction
+from sandbox.objectives import expected_update
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.sweep import Job
 from sandbox.tasks.bandits import Bandit
-from sandbox.tasks.exact import expected_update
 from simulations import Figure, register_figure
 
 DTYPE = torch.float64

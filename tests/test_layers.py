@@ -1,5 +1,5 @@
 """The house rules of DESIGN.md, checked: imports run one way (core ← estimators, advantages,
-controllers, frictions, policies, envs ← tasks ← runtime ← cli), the library never imports
+controllers, frictions, policies, envs, objectives ← tasks ← runtime ← cli), the library never imports
 ``simulations`` (figures come through one hook), no import cycle, no library file over 400 lines."""
 
 import ast
@@ -10,7 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "sandbox"
 #: a module may import from its own layer or any lower one
 LAYER = {"core": 0, "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1,
-         "kernels": 1, "diagnostics": 1, "tasks": 2, "methods": 2, "runtime": 3, "analysis": 3, "scoring": 4, "check": 4,
+         "kernels": 1, "objectives": 1, "diagnostics": 1, "tasks": 2, "methods": 2, "runtime": 3, "analysis": 3, "scoring": 4, "check": 4,
          "reproduce": 4, "reproduce_costs": 4, "claims_file": 4,
          "cli": 5, "cli_args": 5, "cli_run": 5, "cli_score": 5, "cli_check": 5, "__init__": 5}
 FILES = sorted(ROOT.rglob("*.py"))

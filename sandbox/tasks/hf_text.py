@@ -219,11 +219,6 @@ class HFTextTask(Task):
             target_logp = policy.logp(params, prompt_ids[::G], prompt_mask[::G], target[::G], target_mask[::G])
         return Scored(logp=logp, target_logp=target_logp.repeat_interleave(G, 0).unsqueeze(0))
 
-    def objective(self, estimator, terms, rollout, params=None):
-        if estimator.fits_target:  # −log π(answer): aggregated over the answer's tokens
-            return estimator(dataclasses.replace(terms, mask=rollout.extras["target_mask"]))
-        return estimator(terms)
-
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):
         policy = self._require_policy()

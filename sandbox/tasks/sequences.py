@@ -38,9 +38,9 @@ from sandbox.envs.sequences import (
     all_sequences,
 )
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.objectives import PLAIN, ScreenedBackward
 from sandbox.policies.transformer import Transformer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
-from sandbox.tasks.screened import screened_objective
 
 EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
 SEQ_ERROR_PROMPTS = 1 << 12  # most prompts the sequence error enumerates; a fixed sample beyond
@@ -121,6 +121,7 @@ class SequenceTask(Task):
         self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
                                  heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
                                  variant=self.variant)
+        self.objective = ScreenedBackward(self.model.answer_logp) if self.backward == "screened" else PLAIN
         if self.eval_mode == "exact":
             if not self.env.uniform_prompts:
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
@@ -216,19 +217,10 @@ class SequenceTask(Task):
 
     def score(self, params, rollout, grad=True):
         # screened backward scores without gradients; the objective recomputes the kept rows
-        with torch.set_grad_enabled(grad and self.backward == "full" and torch.is_grad_enabled()):
+        with torch.set_grad_enabled(grad and not self.objective.rescores and torch.is_grad_enabled()):
             logp = self.answer_logp(params, rollout.obs, rollout.actions)
         target = self.answer_logp(params, rollout.obs, rollout.extras["correct"]) if self.with_target else None
         return Scored(logp=logp, target_logp=target)
-
-    def objective(self, estimator, terms, rollout, params=None):
-        if self.backward == "full":
-            return estimator(terms)
-        if not estimator.screens_rows:
-            raise ValueError(f"backward='screened' needs an estimator that screens rows (kondo), got {estimator.name!r}")
-        if params is None:
-            raise ValueError("backward='screened' needs params: it recomputes the kept rows with gradients")
-        return screened_objective(self.model, estimator, terms, rollout, params)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):
