@@ -21,11 +21,11 @@ from sandbox.estimators import Estimator, PGTerms, make_estimator
 from sandbox.estimators.delight import ProbabilityGate  # noqa: F401  (re-exported; registered by the library)
 from sandbox.frictions import FrictionStack, make_friction
 from sandbox.jobs.sweep import Job
+from sandbox.objectives import expected_update
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.tasks.bandits import Bandit
-from sandbox.tasks.exact import expected_update
 from simulations import Figure, register_figure
 
 DTYPE = torch.float64

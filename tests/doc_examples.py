@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: README blocks that are plugin files, each run on its own by tests/test_readme.py (not with the page)
+PLUGIN_BLOCKS = {"extension", "add-environment", "add-friction"}
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 

@@ -6,7 +6,7 @@ that (tests/doc_examples.py: exact, ``…`` a wildcard). A bash block followed b
 run too: its ``$ ``-style commands, or else the block's own single command, each ``sandbox ...``
 as ``python -m sandbox.cli ...``; the output is stdout when the command succeeds, stderr when it
 fails. Each page runs in a fresh folder, so its results/ starts empty. ``<!-- test: skip: why -->`` keeps a block out (long computations only, and says why);
-``extension`` is the README's plugin example (tests/test_readme.py), ``needs-mnist`` runs only
+``PLUGIN_BLOCKS`` are the README's plugin files (tests/test_readme.py), ``needs-mnist`` runs only
 where the MNIST test split is found.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .doc_examples import DOCS, README, ROOT, Block, blocks, commands, matches
+from .doc_examples import DOCS, PLUGIN_BLOCKS, README, ROOT, Block, blocks, commands, matches
 
 PAGES = [README, *DOCS]
 SEPARATOR = "----- next documentation block -----"
@@ -35,7 +35,7 @@ def _ids(path: Path) -> str:
 def _excluded() -> set[str]:
     from sandbox.envs.mnist import find_test_split
 
-    return {"extension"} | (set() if find_test_split() is not None else {"needs-mnist"})
+    return PLUGIN_BLOCKS | (set() if find_test_split() is not None else {"needs-mnist"})
 
 
 def _runs(block: Block, lang: str) -> bool:

@@ -1,5 +1,5 @@
 """The house rules of DESIGN.md, checked: imports run one way (core ← estimators, advantages,
-controllers, frictions, policies, envs, kernels ← tasks ← runtime ← jobs ← analysis ← scoring,
+controllers, frictions, policies, envs, objectives, kernels ← tasks ← runtime ← jobs ← analysis ← scoring,
 check, reproduce ← cli), no import cycle between modules nor between folders, the library never
 imports ``simulations`` (figures, batteries and tasks come through entry points:
 ``sandbox.core.plugins.entry_point_objects``), no library file over 400 lines."""
@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "sandbox"
 #: the target layering: a module may import from its own layer or any lower one (folders of one
 #: layer may import each other, but never in a cycle: test_no_import_cycle_between_folders)
 LAYER = {"core": 0,
-         "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1, "kernels": 1,
+         "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1, "kernels": 1, "objectives": 1,
          "diagnostics": 1,
          "tasks": 2, "methods": 2,
          "runtime": 3,  # the actor-learner: actor, learner, loop, history, optim, config, ray_async

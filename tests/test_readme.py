@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import subprocess
 import sys
 
 import pytest
 import torch
 
-from .doc_examples import README, setup_commands
+from .doc_examples import PLUGIN_BLOCKS, README, setup_commands
 from .doc_examples import code as blocks
 
 ROOT = README.parent
@@ -32,7 +35,7 @@ def test_ci_runs_the_readme_test_command():
 def test_python_blocks_run_in_order(tmp_path):
     from sandbox.envs.mnist import find_test_split
 
-    skip = {"extension"} | (set() if find_test_split() is not None else {"needs-mnist"})
+    skip = PLUGIN_BLOCKS | (set() if find_test_split() is not None else {"needs-mnist"})
     code = "\n".join(code for marker, code in blocks("python") if marker not in skip)
     script = tmp_path / "readme_tour.py"
     script.write_text(code)
@@ -79,3 +82,24 @@ def test_extension_plugin_shows_in_sandbox_list(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "clipped_adv_pg" in result.stdout and "REINFORCE with the advantage clipped" in result.stdout
+
+
+@pytest.mark.parametrize("marker, file, below", [("add-environment", "sort_tokens.py", 0.3),
+                                                 ("add-friction", "flipped_reward.py", 0.5)])
+def test_add_an_environment_and_a_friction_are_one_file_each(tmp_path, marker, file, below):
+    """The block is a whole plugin file whose first line is the command that trains it: run as
+    written, it learns (final error below ``below``; both start near 0.75–0.9)."""
+    found = [code for m, code in blocks("python") if m == marker]
+    assert len(found) == 1, f"README must hold exactly one block marked <!-- test: {marker} -->"
+    code = found[0]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 30
+    first = code.splitlines()[0]
+    assert first.startswith("# run: sandbox run --plugin FILE "), first
+    (tmp_path / file).write_text(code)
+    argv = [file if arg == "FILE" else arg for arg in shlex.split(first.removeprefix("# run: "))]
+    env = dict(os.environ, OMP_NUM_THREADS="1", SANDBOX_RESULTS=str(tmp_path / "results"))
+    result = subprocess.run([sys.executable, "-m", "sandbox.cli", *argv[1:]], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    final = re.search(r"^  final +([0-9.e-]+)$", result.stdout, re.M)
+    assert final is not None and float(final.group(1)) < below, result.stdout

@@ -37,7 +37,7 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
     the chain's ``reporting()`` twin replayed from the same generator state (the same uniforms and
     friction noise, so the same tokens: checked)."""
     frictions = task.frictions
-    if task.enumerates:
+    if task.objective.enumerates:
         return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
     resumer = require_versions(frictions, params_of, latest)
     batch = task.draw_batch(generator)

@@ -1,5 +1,6 @@
-"""The learner's terms: score the rollout under the learner, compute advantages, build ``PGTerms``
-(DESIGN.md, data flow: rollout → advantages → estimator). Every task goes through this one function."""
+"""The learner's loss: score the rollout under the learner, compute advantages, build ``PGTerms``
+and differentiate the task's objective (DESIGN.md, data flow: rollout → advantages → estimator).
+Every task goes through ``learner_loss``, the one loss call."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from torch import Tensor
 
 from sandbox.advantages import Advantage, compute_advantages
 from sandbox.core.rollout import Rollout
-from sandbox.core.terms import PGTerms
-from sandbox.estimators.base import sequence_log_ratio
+from sandbox.core.terms import EstimatorOutput, PGTerms
+from sandbox.estimators.base import Estimator, sequence_log_ratio
 from sandbox.tasks.base import Task
 
 
@@ -21,9 +22,7 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
     **needs) with ρ = exp Σ_t m·(log π_θ − log μ) and the token mask m supplied here and the
     task's other providers; ``recompute_proximal`` sets π_prox to the learner's own (detached)
     log-probs instead of μ."""
-    if task.enumerates and not advantage.per_context:
-        raise ValueError(f"mode='exact' needs a per-context baseline ('constant' or 'confidence': it "
-                         f"enumerates actions one by one), got advantage {advantage.name!r}")
+    task.objective.check_advantage(advantage)
     if advantage.baseline_from_group and _groups_of_one(rollout.group):
         raise ValueError(f"advantage {advantage.name!r} takes each row's baseline from the other samples of its "
                          f"group, but every group of this batch holds one sample, so A = 0 and nothing is learnt; "
@@ -48,6 +47,15 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
         target_logp=scored.target_logp,
         generator=generator,
     )
+
+
+def learner_loss(task: Task, estimator: Estimator, params: Sequence[Tensor], rollout: Rollout,
+                 advantage: Advantage, generator: torch.Generator | None, recompute_proximal: bool
+                 ) -> tuple[PGTerms, EstimatorOutput]:
+    """The one loss call: ``task.objective(estimator, terms, rollout, params)`` on the learner's
+    ``PGTerms`` (plain, exact enumeration or screened backward: ``sandbox.objectives``)."""
+    terms = learner_terms(task, params, rollout, advantage, generator, recompute_proximal)
+    return terms, task.objective(estimator, terms, rollout, params)
 
 
 def _groups_of_one(group: Tensor) -> bool:

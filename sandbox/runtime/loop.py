@@ -42,7 +42,7 @@ from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
-from sandbox.runtime.learner import learner_terms
+from sandbox.runtime.learner import learner_loss, learner_terms
 from sandbox.runtime.optim import PopulationOptimizer
 from sandbox.tasks import make_task
 
@@ -124,9 +124,8 @@ class ActorLearner:
             # the waiting members' gradients are computed on their whole batch and not applied
             keep = waiting.reshape(S, *([1] * (rollout.mask.ndim - 1)))
             rollout = admitted.replace(mask=torch.where(keep, rollout.mask, admitted.mask))
-        terms = learner_terms(self.task, self.params, rollout, self.advantage,
-                              derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
-        out = self.task.objective(self.estimator, terms, rollout, self.params)
+        terms, out = learner_loss(self.task, self.estimator, self.params, rollout, self.advantage,
+                                  derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
         flat = flatten_grads(grads, (S,))

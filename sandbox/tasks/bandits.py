@@ -13,10 +13,10 @@ from sandbox.diagnostics import cosine
 from sandbox.envs.bandits import ce_oracle, exact_pg, expected_return, log_softmax
 from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
+from sandbox.objectives import MODES, expected_update
 from sandbox.policies.tabular import init_table, tabular_logits
 from sandbox.tasks.base import Batch, Scored, register_task
 from sandbox.tasks.categorical import CategoricalTask
-from sandbox.tasks.exact import expected_update
 
 
 @register_task("bandit")
@@ -49,7 +49,8 @@ class Bandit(CategoricalTask):
         check_int("samples_per_context", self.samples_per_context, low=1)
         check_int("population", self.population, low=1)
         check_range("init_std", self.init_std, low=0.0)
-        check_choice("mode", self.mode, ("sampled", "exact"))
+        check_choice("mode", self.mode, tuple(MODES))
+        self.objective = MODES[self.mode]
         check_choice("dtype", self.dtype, ("float32", "float64"))
         self.n_actions = self.K
         self._labels: Tensor | None = None
@@ -61,7 +62,7 @@ class Bandit(CategoricalTask):
     def memory(self) -> tuple[int, int]:
         """The logit table [S, N, K]; a step's [S, rows, K] logits, probabilities, rewards and
         gradients (every context in exact mode)."""
-        rows = self.N if self.mode == "exact" else self.batch_size * self.samples_per_context
+        rows = self.N if self.objective.enumerates else self.batch_size * self.samples_per_context
         size = self.torch_dtype.itemsize
         return self.population * self.N * self.K * size, 8 * self.population * rows * self.K * size
 
@@ -105,13 +106,13 @@ class Bandit(CategoricalTask):
 
     # ------------------------------------------------------------------ exact mode
     def draw_batch(self, generator):
-        if self.mode == "sampled":
+        if not self.objective.enumerates:
             return super().draw_batch(generator)
         contexts = self.all_contexts()
         return Batch(obs=contexts, rows=contexts, group=torch.arange(self.N))
 
     def score(self, params, rollout, grad=True):
-        if self.mode == "sampled":
+        if not self.objective.enumerates:
             return super().score(params, rollout, grad)
         # every (context, action) row: log π(a|n) for all contexts at once, no per-row logits
         log_probs = log_softmax(params[0])  # [S, N, K]

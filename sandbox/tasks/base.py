@@ -7,7 +7,7 @@ its one learner (``sandbox.runtime.learner``) asks the task to score a rollout u
 parameters and builds ``PGTerms``. A task only says *what* its environment and policy are:
 
     draw_batch → friction_context → sample (policy + chain) → reward      (actor side)
-    score → objective → evaluate / update_diagnostics                     (learner side)
+    score → (the learner: terms → objective) → evaluate / update_diagnostics   (learner side)
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from sandbox.core.plugins import entry_points_of
 from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
-from sandbox.core.terms import EstimatorOutput
 from sandbox.core.validation import check_memory, gib
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.objectives import PLAIN, Objective
 from sandbox.policies.decode import Versions
 
 TASKS: Registry[Task] = Registry("task")
@@ -124,6 +124,9 @@ class Task(ABC):
     #: its sampler decodes each position with any version's parameters (``sample(versions=…)``:
     #: a rollout resumed under newer parameters, ``sandbox.frictions.partial``)
     resumable: ClassVar[bool] = False
+    #: the loss the learner differentiates (``sandbox.objectives``), chosen from the task's knobs
+    #: (``mode='exact'``, ``backward='screened'``) when it is built
+    objective: Objective = PLAIN
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions
@@ -132,11 +135,6 @@ class Task(ABC):
         """Rough bytes of the whole population's parameters and of one step's batch (the actor's
         and the learner's activations), from the sizes alone; (0, 0) where the task cannot say."""
         return 0, 0
-
-    @property
-    def enumerates(self) -> bool:
-        """True for the exact-expectation variant: the actor enumerates every action with weight μ."""
-        return False
 
     # ------------------------------------------------------------------ parameters and environment
     @abstractmethod
@@ -180,11 +178,6 @@ class Task(ABC):
     def learner_rollout(self, rollout: Rollout) -> Rollout:
         """The rollout as the learner sees it (e.g. MNIST's ``behavior='true'`` hands it true μ)."""
         return rollout
-
-    def objective(self, estimator, terms, rollout: Rollout, params: Sequence[Tensor] | None = None) -> EstimatorOutput:
-        """The loss to differentiate (default ``estimator(terms)``); the exact variant weights
-        enumerated actions, screened Kondo recomputes only the kept rows from ``params``."""
-        return estimator(terms)
 
     @abstractmethod
     def evaluate(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:

@@ -19,7 +19,6 @@ from sandbox.estimators.base import Estimator
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.policies.decode import Versions, decode, fresh, teacher_forced
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task
-from sandbox.tasks.exact import expected_objective
 
 
 def flat_grad(outputs: Tensor, params: Sequence[Tensor], population: int, retain_graph: bool = False) -> Tensor:
@@ -118,16 +117,6 @@ class CategoricalTask(Task):
                 "grad_sq_norms": lambda: self.per_sample_grad_sq_norms(params, contexts, rollout.actions[..., 0]),
             },
         )
-
-    # ------------------------------------------------------------------ exact variant
-    @property
-    def enumerates(self) -> bool:
-        return getattr(self, "mode", "sampled") == "exact"
-
-    def objective(self, estimator, terms, rollout, params=None):
-        if self.enumerates:
-            return expected_objective(estimator, terms, rollout.extras["weights"])
-        return estimator(terms)
 
     # ------------------------------------------------------------------ oracles
     def oracle_contexts(self, rollout: Rollout) -> Tensor:

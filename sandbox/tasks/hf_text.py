@@ -10,7 +10,6 @@ must be 1; seeds are separate runs.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,11 +204,6 @@ class HFTextTask(Task):
             target, target_mask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
             target_logp = policy.logp(params, prompt_ids[::G], prompt_mask[::G], target[::G], target_mask[::G])
         return Scored(logp=logp, target_logp=target_logp.repeat_interleave(G, 0).unsqueeze(0))
-
-    def objective(self, estimator, terms, rollout, params=None):
-        if estimator.fits_target:  # −log π(answer): aggregated over the answer's tokens
-            return estimator(dataclasses.replace(terms, mask=rollout.extras["target_mask"]))
-        return estimator(terms)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):

@@ -15,11 +15,11 @@ from sandbox.diagnostics import cosine
 from sandbox.envs.mnist import SPLITS, MNISTData, check_data_dirs, mnist_data
 from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
+from sandbox.objectives import MODES
 from sandbox.policies.mlp import MLP
 from sandbox.tasks.base import Batch, register_task
 from sandbox.tasks.categorical import CategoricalTask, flat_grad
 
-MODES = ("sampled", "exact")
 BEHAVIOR = ("reported", "true")
 
 
@@ -61,7 +61,8 @@ class MNIST(CategoricalTask):
         check_int("population", self.population, low=1)
         check_int("hidden", self.hidden, low=1)
         check_int("eval_size", self.eval_size, low=0)
-        check_choice("mode", self.mode, MODES)
+        check_choice("mode", self.mode, tuple(MODES))
+        self.objective = MODES[self.mode]
         check_choice("behavior", self.behavior, BEHAVIOR)
         check_choice("split", self.split, SPLITS)
         check_int("train_size", self.train_size, low=1, high=9999)
@@ -90,7 +91,7 @@ class MNIST(CategoricalTask):
     def memory(self) -> tuple[int, int]:
         """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the
         actor's and the learner's passes and their gradients)."""
-        rows = self.batch_size * self.samples_per_context * (10 if self.mode == "exact" else 1)
+        rows = self.batch_size * self.samples_per_context * (10 if self.objective.enumerates else 1)
         return 4 * self.population * self.policy.n_params, 16 * self.population * rows * (784 + self.hidden + 10)
 
     def init_params(self, generator):
@@ -111,7 +112,7 @@ class MNIST(CategoricalTask):
     def logits(self, params, contexts):
         """``[S, R, 10]``. Rows come in runs of one image (its samples, or its enumerated actions):
         the MLP runs once per image and its logits are repeated (the runs are checked first)."""
-        r = self.n_actions if self.mode == "exact" else self.samples_per_context
+        r = self.n_actions if self.objective.enumerates else self.samples_per_context
         if r > 1 and contexts.shape[-1] % r == 0:
             distinct = contexts[..., ::r]
             if torch.equal(distinct.repeat_interleave(r, -1), contexts):
@@ -123,7 +124,7 @@ class MNIST(CategoricalTask):
 
     # ------------------------------------------------------------------ actor and learner
     def draw_batch(self, generator):
-        if self.mode == "sampled":
+        if not self.objective.enumerates:
             return super().draw_batch(generator)
         images = self.sample_contexts(self.batch_size, generator)  # every action of each image is enumerated
         return Batch(obs=images, rows=images, group=torch.arange(self.batch_size))
@@ -141,7 +142,7 @@ class MNIST(CategoricalTask):
         return {"error": error, "train_images": torch.full_like(error, float(self.data.train_x.shape[0]))}
 
     def oracle_contexts(self, rollout):
-        rows = self.n_actions if self.mode == "exact" else self.samples_per_context
+        rows = self.n_actions if self.objective.enumerates else self.samples_per_context
         return rollout.obs[:, ::rows]
 
     def update_diagnostics(self, params, rollout, grad, estimator, terms_of=None):
@@ -152,7 +153,7 @@ class MNIST(CategoricalTask):
         for probe in self._probes:
             leaves = [p.detach().requires_grad_(True) for p in params]
             terms = terms_of(leaves, rollout, self._probe_advantage)
-            g = flat_grad(self.objective(probe, terms, rollout).loss, leaves, self.population)
+            g = flat_grad(self.objective(probe, terms, rollout, leaves).loss, leaves, self.population)
             for name, d in oracles.items():
                 metrics[f"probe_{probe.name}_cos_{name}"] = cosine(-g, d)
         return metrics

@@ -31,27 +31,22 @@ from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY
 from sandbox.core.validation import check_choice, check_int, check_range
-from sandbox.envs.sequences import (
-    SEQUENCE_ENVS,
-    TASK_NAMES,
-    WRONG_ANSWERS,
-    SequenceEnv,
-    all_sequences,
-)
+from sandbox.envs.sequences import SEQUENCE_ENVS, WRONG_ANSWERS, SequenceEnv, all_sequences
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.objectives import PLAIN, ScreenedBackward
 from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.transformer import Transformer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
-from sandbox.tasks.screened import screened_objective
 
 EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
 SEQ_ERROR_PROMPTS = 1 << 12  # most prompts the sequence error enumerates; a fixed sample beyond
 
 
-@register_task("sequences")
 @dataclass
-class SequenceTask(Task):
-    """One of the four sequence problems (``problem``) learnt by the tiny transformer.
+class TransformerSequenceTask(Task):
+    """A sequence environment (``problem``, one of ``SEQUENCE_ENVS``) × the tiny transformer policy
+    × the objective of ``backward``. The environment's knobs are fields of the task composed for it
+    (``sequence_task``): this class holds the policy's, the sampler's, the evaluation's and the learner's.
 
     Defaults are the spec's: H = 10, V per problem (2, 2, 10, 5), 10 prompts × 10 samples per step.
     ``backward='screened'`` runs Kondo screening for real: the learner scores the batch with a
@@ -61,17 +56,11 @@ class SequenceTask(Task):
 
     default_lr = 3e-4  # the reference launcher's Adam step (google-deepmind/egg)
     resumable: ClassVar[bool] = True  # partial rollouts: each position decoded by its version
+    #: the environments whose knobs are this task's fields: each is validated, ``problem`` is built
+    envs: ClassVar[tuple[type[SequenceEnv], ...]] = ()
 
-    problem: str = "reverse_copy"  # one of TASK_NAMES (its knobs below; the others' are validated, unused)
-    H: int = 10  # reverse_copy: prompt = answer length; bit_parity: prompt length
+    problem: str = "reverse_copy"  # a registered sequence environment (``SEQUENCE_ENVS``)
     V: int = 0  # vocabulary; 0 = the problem's default (2, 2, 10, 5)
-    n_pairs: int = 5  # key_value: pairs in the prompt (prompt length 2n + 1)
-    sub_prompt: int = 2  # subsequence_match: prompt length P
-    sub_answer: int = 32  # subsequence_match: answer length A (≥ P)
-    order: str = "reverse"  # reverse_copy: 'reverse' | 'forward' (copy)
-    shift: int = 0  # reverse_copy: target token = (x + shift) mod V
-    match: str = "to_first_error"  # reverse_copy: 'to_first_error' | 'per_position'
-    kappa: float = 1.0  # reverse_copy: weight of the partial credit c, in [0, 1]
     wrong_answer: str = "constant"  # landmine's fixed wrong answer: 'constant' (all 0, the reference's) | 'shifted'
     prompts_per_step: int = 10
     samples_per_prompt: int = 10
@@ -97,7 +86,7 @@ class SequenceTask(Task):
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
-        check_choice("problem", self.problem, TASK_NAMES)
+        check_choice("problem", self.problem, tuple(SEQUENCE_ENVS.names()))
         check_int("V", self.V, low=0)
         check_choice("wrong_answer", self.wrong_answer, WRONG_ANSWERS)
         for name in ("prompts_per_step", "samples_per_prompt", "population", "eval_prompts", "eval_samples"):
@@ -112,10 +101,9 @@ class SequenceTask(Task):
         env_cls = SEQUENCE_ENVS.get(self.problem)
         self.vocab = self.V or env_cls.default_vocab
         check_range("V", self.vocab, low=2)
-        knobs = lambda cls: {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if f.name != "vocab"}  # noqa: E731
-        for name in TASK_NAMES:  # every problem's knobs are valid, even those of the other problems
-            if name != self.problem:
-                other = SEQUENCE_ENVS.get(name)
+        knobs = lambda cls: {f.name: getattr(self, f.name) for f in env_knobs(cls) if hasattr(self, f.name)}  # noqa: E731
+        for other in type(self).envs:  # every knob is valid, even those of the other problems
+            if other is not env_cls:
                 other(vocab=other.default_vocab, **knobs(other))
         self.env: SequenceEnv = env_cls(vocab=self.vocab, **knobs(env_cls))
         self.n_actions = self.vocab
@@ -124,6 +112,7 @@ class SequenceTask(Task):
         self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
                                  heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
                                  variant=self.variant)
+        self.objective = ScreenedBackward(self.model.answer_logp) if self.backward == "screened" else PLAIN
         if self.eval_mode == "exact":
             if not self.env.uniform_prompts:
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
@@ -213,19 +202,10 @@ class SequenceTask(Task):
 
     def score(self, params, rollout, grad=True):
         # screened backward scores without gradients; the objective recomputes the kept rows
-        with torch.set_grad_enabled(grad and self.backward == "full" and torch.is_grad_enabled()):
+        with torch.set_grad_enabled(grad and not self.objective.rescores and torch.is_grad_enabled()):
             logp = self.answer_logp(params, rollout.obs, rollout.actions)
         target = self.answer_logp(params, rollout.obs, rollout.extras["correct"]) if self.with_target else None
         return Scored(logp=logp, target_logp=target)
-
-    def objective(self, estimator, terms, rollout, params=None):
-        if self.backward == "full":
-            return estimator(terms)
-        if not estimator.screens_rows:
-            raise ValueError(f"backward='screened' needs an estimator that screens rows (kondo), got {estimator.name!r}")
-        if params is None:
-            raise ValueError("backward='screened' needs params: it recomputes the kept rows with gradients")
-        return screened_objective(self.model, estimator, terms, rollout, params)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):
@@ -279,24 +259,61 @@ class SequenceTask(Task):
                 "exact": (probs * correct.to(probs.dtype)).sum(-1).mean(-1)}
 
 
-def _fixed_problem(problem: str) -> type[SequenceTask]:
-    """The task registered under a problem's name: ``make_task("reverse_copy", H=5)`` is
-    ``make_task("sequences", problem="reverse_copy", H=5)``."""
-    cls = dataclasses.make_dataclass(f"{problem.title().replace('_', '')}Task",
-                                     [("problem", str, field(default=problem))], bases=(SequenceTask,))
-    cls.__doc__ = f"The {problem!r} problem (``make_task('sequences', problem={problem!r})``)."
-    original = cls.__post_init__
-
-    def __post_init__(self) -> None:
-        if self.problem != problem:
-            raise ValueError(f"task {problem!r} has problem={problem!r}, got {self.problem!r}")
-        original(self)
-
-    cls.__post_init__ = __post_init__
-    return register_task(problem)(cls)
+def env_knobs(env: type[SequenceEnv]) -> list[dataclasses.Field]:
+    """The knobs of a sequence environment: its dataclass fields but the vocabulary (the task's ``V``)."""
+    return [f for f in dataclasses.fields(env) if f.name != "vocab"]
 
 
-for _problem in TASK_NAMES:
-    _fixed_problem(_problem)
+def sequence_task(name: str, envs: Sequence[type[SequenceEnv]], problem: str | None = None,
+                  class_name: str = "") -> type[TransformerSequenceTask]:
+    """The task class of ``envs`` × the transformer: ``TransformerSequenceTask``'s fields plus every
+    knob of ``envs`` (the first environment's default where two share a knob), registered as
+    ``name``. With ``problem`` the task is that problem's (``make_task("reverse_copy", H=5)``);
+    without, ``problem`` is a knob (``make_task("sequences", problem="key_value")``)."""
+    own = {f.name for f in dataclasses.fields(TransformerSequenceTask)}
+    knobs: dict[str, tuple] = {}
+    for env in envs:
+        for f in env_knobs(env):
+            if f.name in own:
+                raise ValueError(f"sequence environment {env.__name__}: knob {f.name!r} is a field of the task; rename it")
+            default = field(default=f.default) if f.default is not dataclasses.MISSING else \
+                field(default_factory=f.default_factory)
+            knobs.setdefault(f.name, (f.name, f.type, default))
+    if problem is not None:
+        knobs["problem"] = ("problem", str, field(default=problem))
+    class_name = class_name or "".join(w.title() for w in name.split("_")) + "Task"
+    cls = dataclasses.make_dataclass(class_name, list(knobs.values()),
+                                     bases=(TransformerSequenceTask,), namespace={"envs": tuple(envs)})
+    cls.__doc__ = f"The {name!r} sequence task: {TransformerSequenceTask.__doc__.splitlines()[0]}"
+    if problem is not None:
+        original = cls.__post_init__
 
-__all__ = ["EXACT_EVAL_LIMIT", "SequenceTask", "all_sequences"]
+        def __post_init__(self) -> None:
+            if self.problem != problem:
+                raise ValueError(f"task {problem!r} has problem={problem!r}, got {self.problem!r}")
+            original(self)
+
+        cls.__post_init__ = __post_init__
+    return register_task(name)(cls)
+
+
+def register_sequence_env(name: str):
+    """Class decorator: register a ``SequenceEnv`` dataclass as sequence problem ``name`` and the
+    task that learns it with the transformer, ``make_task(name, **knobs)`` (the README's "Add an
+    environment")."""
+    def decorator(env: type[SequenceEnv]) -> type[SequenceEnv]:
+        SEQUENCE_ENVS.register(name)(env)
+        sequence_task(name, (env,), problem=name)
+        return env
+
+    return decorator
+
+
+#: the built-in problems (``sandbox.envs.sequences``); their tasks keep every built-in knob
+BUILT_IN = tuple(SEQUENCE_ENVS.get(name) for name in SEQUENCE_ENVS.names())
+SequenceTask = sequence_task("sequences", BUILT_IN, class_name="SequenceTask")
+for _env in BUILT_IN:
+    sequence_task(_env.name, BUILT_IN, problem=_env.name)
+
+__all__ = ["BUILT_IN", "EXACT_EVAL_LIMIT", "SequenceTask", "TransformerSequenceTask", "all_sequences", "env_knobs",
+           "register_sequence_env", "sequence_task"]

@@ -9,12 +9,12 @@ from sandbox.advantages import make_advantage
 from sandbox.core.seeding import derived_generator
 from sandbox.envs.bandits import ce_oracle, exact_pg, expected_return
 from sandbox.estimators import make_estimator
+from sandbox.objectives import expected_update
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.runtime.loop import ActorLearner
 from sandbox.tasks.bandits import Bandit
-from sandbox.tasks.exact import expected_update
 
 
 def _random(S=2, N=3, K=4, seed=0):

@@ -389,3 +389,45 @@ def test_training_is_deterministic_and_dg_reduces_reversal_error():
     assert start.min() > 0.55 and end.max() < 0.45, (start, end)
     again = train(cfg)
     assert frame.drop(columns=["wall_time"]).equals(again.drop(columns=["wall_time"]))
+
+
+# ----------------------------------------------------------------------------- a new problem in one file
+def test_a_registered_sequence_env_is_a_task_with_its_own_knobs():
+    from dataclasses import dataclass, fields
+
+    from sandbox.envs.sequences import SEQUENCE_ENVS, SequenceEnv
+    from sandbox.tasks import TASKS
+    from sandbox.tasks.sequences import register_sequence_env
+
+    @dataclass(frozen=True)
+    class Echo(SequenceEnv):
+        n: int = 2  # prompt = answer length
+
+        prompt_len = property(lambda self: self.n)
+        answer_len = property(lambda self: self.n)
+
+        def correct_answers(self, prompts):
+            return prompts
+
+    try:
+        register_sequence_env("echo_test")(Echo)
+        task = make_task("echo_test", n=3, population=2)
+        assert (task.prompt_len, task.answer_len, task.problem) == (3, 3, "echo_test")
+        names = {f.name for f in fields(task)}
+        assert "n" in names and "H" not in names
+        assert make_task("sequences", problem="echo_test").prompt_len == 2  # the env's default knobs
+        with pytest.raises(ValueError, match="unknown hyperparameter"):
+            make_task("echo_test", H=3)
+        with pytest.raises(ValueError, match="has problem='echo_test'"):
+            make_task("echo_test", problem="reverse_copy")
+
+        @dataclass(frozen=True)
+        class Clash(Echo):
+            width: int = 3
+
+        with pytest.raises(ValueError, match="knob 'width' is a field of the task"):
+            register_sequence_env("clash_test")(Clash)
+    finally:
+        for name in ("echo_test", "clash_test"):
+            TASKS._entries.pop(name, None)
+            SEQUENCE_ENVS._entries.pop(name, None)

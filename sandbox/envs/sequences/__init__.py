@@ -1,5 +1,6 @@
 """Synthetic sequence problems, one file each (shared/spec/environments.md, "Synthetic transformer
-sequence tasks"); the tiny-transformer task that learns them is ``sandbox.tasks.sequences``.
+sequence tasks"); the tiny-transformer task that learns them is ``sandbox.tasks.sequences``, which
+registers a task for each (a new problem: one file, ``register_sequence_env``).
 
 | problem | V | prompt | answer | reward |
 |---|---|---|---|---|
@@ -26,8 +27,6 @@ from sandbox.envs.sequences.reverse_copy import (
 )
 from sandbox.envs.sequences.subsequence_match import SubsequenceMatch, is_subsequence
 
-TASK_NAMES = ("reverse_copy", "bit_parity", "key_value", "subsequence_match")
-
-__all__ = ["MATCHES", "SEQUENCE_ENVS", "TASK_NAMES", "WRONG_ANSWERS", "BitParity", "KeyValue", "ReverseCopy",
+__all__ = ["MATCHES", "SEQUENCE_ENVS", "WRONG_ANSWERS", "BitParity", "KeyValue", "ReverseCopy",
            "SequenceEnv", "SubsequenceMatch", "all_sequences", "is_subsequence", "key_value_labels", "parity_labels",
            "reversal_reward", "reversal_targets", "signed"]

@@ -1,14 +1,17 @@
-"""The exact-expectation objective variant: every (context, action) row weighted by μ(a|x)/n, so the
+"""The exact-expectation objective: every (context, action) row weighted by μ(a|x)/n, so the
 gradient of Σ weight·token_loss is the exact expected update E_{a∼μ}[g(a)] of a per-token estimator
 (bandits and MNIST, ``mode='exact'``; shared/spec/environments.md, "Bandits")."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from sandbox.core.terms import EstimatorOutput, PGTerms
 from sandbox.estimators.base import Estimator
+from sandbox.objectives.base import PLAIN, Objective
 
 
 def enumerated_terms(logits: Tensor, actor_probs: Tensor, rewards: Tensor, baseline: Tensor | float,
@@ -43,6 +46,28 @@ def expected_objective(estimator: Estimator, terms: PGTerms, weights: Tensor) ->
     return EstimatorOutput(loss=(weights * values).sum(), metrics={})
 
 
+@dataclass(frozen=True)
+class ExactExpectation(Objective):
+    """``mode='exact'``: the actor enumerates every action of every context (``enumerates``) and
+    the loss is Σ_rows μ(a|x)/n · token_loss (``rollout.extras['weights']``), whose gradient is the
+    exact expected update. It needs a per-context baseline and an estimator that is not batch-dependent."""
+
+    enumerates = True
+
+    def check_advantage(self, advantage):
+        if not advantage.per_context:
+            raise ValueError(f"mode='exact' needs a per-context baseline ('constant' or 'confidence': it "
+                             f"enumerates actions one by one), got advantage {advantage.name!r}")
+
+    def __call__(self, estimator, terms, rollout, params=None):
+        return expected_objective(estimator, terms, rollout.extras["weights"])
+
+
+EXACT = ExactExpectation()
+#: the objective of each value of the tasks' ``mode`` knob
+MODES = {"sampled": PLAIN, "exact": EXACT}
+
+
 def expected_update(estimator: Estimator, logits: Tensor, labels: Tensor, actor_probs: Tensor | None = None,
                     baseline: Tensor | float = 0.0) -> Tensor:
     """The exact expected ascent direction of ``estimator`` in logit space, ``[S, N, K]``:
@@ -55,4 +80,4 @@ def expected_update(estimator: Estimator, logits: Tensor, labels: Tensor, actor_
     return -grad
 
 
-__all__ = ["enumerated_terms", "expected_objective", "expected_update"]
+__all__ = ["EXACT", "MODES", "ExactExpectation", "enumerated_terms", "expected_objective", "expected_update"]

@@ -1,11 +1,12 @@
-"""Screened Kondo (the ``backward='screened'`` objective variant of the sequence tasks): the same
+"""Screened Kondo (the ``backward='screened'`` objective of the sequence tasks): the same
 loss and gradient as the unscreened estimator, with the differentiable forward and backward run only
 on the rows that hold a kept token — the saving Kondo screening promises, made real."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -13,9 +14,30 @@ from torch import Tensor
 from sandbox.core.rollout import Rollout
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.estimators.base import Estimator, aggregate
+from sandbox.objectives.base import Objective
+
+#: the policy's log-probs of answers ``[S, n, A]`` to prompts ``[S, g, P]`` (row i answers prompt groups[:, i])
+Rescore = Callable[..., Tensor]
 
 
-def screened_objective(model, estimator: Estimator, terms: PGTerms, rollout: Rollout,
+@dataclass(frozen=True)
+class ScreenedBackward(Objective):
+    """``backward='screened'``: the learner scores the rollout without gradients (``rescores``); the
+    loss re-runs only the rows Kondo keeps through ``answer_logp(params, prompts, answers, groups=)``
+    (the policy's scorer). Needs an estimator that screens rows and no KL penalty."""
+
+    answer_logp: Rescore
+    rescores = True
+
+    def __call__(self, estimator, terms, rollout, params=None):
+        if not estimator.screens_rows:
+            raise ValueError(f"backward='screened' needs an estimator that screens rows (kondo), got {estimator.name!r}")
+        if params is None:
+            raise ValueError("backward='screened' needs params: it recomputes the kept rows with gradients")
+        return screened_objective(self.answer_logp, estimator, terms, rollout, params)
+
+
+def screened_objective(answer_logp: Rescore, estimator: Estimator, terms: PGTerms, rollout: Rollout,
                        params: Sequence[Tensor]) -> EstimatorOutput:
     """Kondo with a real saving: the keep mask comes from the no-grad scores in ``terms``; only the
     rows that hold a kept token with a nonzero advantage run the differentiable forward (and so
@@ -43,7 +65,7 @@ def screened_objective(model, estimator: Estimator, terms: PGTerms, rollout: Rol
     sub_prompts = prompts.gather(1, g_order.unsqueeze(-1).expand(S, n_g, prompts.shape[-1]))
     groups = position.gather(1, row_groups.gather(1, order))
     sub_actions = rollout.actions.gather(1, order.unsqueeze(-1).expand(S, n, T))
-    sub_logp = model.answer_logp(params, sub_prompts, sub_actions, groups=groups)
+    sub_logp = answer_logp(params, sub_prompts, sub_actions, groups=groups)
     logp = terms.logp.detach().scatter(1, order.unsqueeze(-1).expand(S, n, T), sub_logp)
     out = estimator.token_loss(dataclasses.replace(terms, logp=logp), keep=keep)
     out.metrics["backward_rows_frac"] = torch.full((S,), n / B, dtype=logp.dtype)
@@ -51,4 +73,4 @@ def screened_objective(model, estimator: Estimator, terms: PGTerms, rollout: Rol
     return EstimatorOutput(loss=loss, metrics=estimator.diagnostics(terms, TokenLoss(out.values.detach(), metrics=out.metrics)))
 
 
-__all__ = ["screened_objective"]
+__all__ = ["ScreenedBackward", "screened_objective"]
