@@ -4,8 +4,8 @@ The tiny Qwen2-style LM of the llm-staleness figure, on reversal of 40 letters (
 per answer, 8 prompts × 8 samples): long answers make sampling a large share of the step. Throughput is the
 steady state: learner steps per second between step 10 and the last step, from the loop's own
 wall-clock log (the one-off start of the Ray workers — a process importing torch and
-transformers — is excluded and printed separately). Sync: the in-process loop, and Ray with
-max_staleness = 0 (one batch in flight: no overlap). Async: Ray with max_staleness ∈ {1, 2, 4},
+transformers — is excluded and printed separately). Sync: the in-process loop, and Ray at
+staleness 0 (one batch in flight: no overlap). Async: Ray at fixed staleness D ∈ {1, 2, 4},
 so sampling of the next batches overlaps the update.
 Target (issue 7, on 2 cores): async ≥ 1.3× sync.
 
@@ -43,9 +43,10 @@ def main() -> None:
     ensure_ray(num_cpus=args.workers + 1)
     rows = [("sync (in-process loop)", steady_rate(train(cfg), args.steps), float("nan"))]
     for s in (0, 1, 2, 4):
-        frame = train_async(cfg, AsyncConfig(n_workers=args.workers, max_staleness=s))
+        stale = cfg.replace(staleness={"kind": "fixed", "D": s} if s else {})
+        frame = train_async(stale, AsyncConfig(n_workers=args.workers))
         first = frame.drop_duplicates("step").set_index("step")["wall_time"].loc[1]
-        rows.append((f"ray, max_staleness={s}", steady_rate(frame, args.steps), first))
+        rows.append((f"ray, staleness D={s}", steady_rate(frame, args.steps), first))
     base = rows[1][1]
     print(f"# async benchmark — tiny LM, reversal of {args.length} letters ({args.length + 1} sampled tokens), "
           f"8×8 samples/step, steady state over steps {WARMUP}…{args.steps}, {args.workers} Ray rollout worker(s), "

@@ -1,8 +1,8 @@
 """Screening under staleness: the simulated delay against Ray's fixed-lag mode, same run.
 
 The tiny Qwen2-style LM of the llm-staleness figure reverses three letters (8 prompts × 8 samples,
-DG, Adam 3e-3) with the actor s learner versions behind: once with ``staleness={"kind": "fixed",
-"D": s}`` in the in-process loop, once on Ray (one rollout worker, ``max_staleness=s``,
+DG, Adam 3e-3) with the actor s learner versions behind — the same config, ``staleness={"kind":
+"fixed", "D": s}``, run once in the in-process loop and once on Ray (one rollout worker,
 fixed-lag). Prints both wall-clocks (Ray's start-up separately), their ratio, and whether every
 logged number agrees bit for bit — the reason the README recommends simulated staleness for
 screening and Ray for what only real asynchrony has.
@@ -46,13 +46,14 @@ def main() -> None:
     base = RunConfig(task="hf_text", task_kwargs=TASK, estimator="dg", lr=3e-3, steps=args.steps, log_points=8)
     train(base.replace(steps=1))  # warm-up: imports and first-call costs are paid by neither timing
     start = time.perf_counter()
-    simulated = train(base.replace(staleness={"kind": "fixed", "D": args.staleness} if args.staleness else {}))
+    base = base.replace(staleness={"kind": "fixed", "D": args.staleness} if args.staleness else {})
+    simulated = train(base)
     t_sim = time.perf_counter() - start
     start = time.perf_counter()
     start_ray(None, 3, progress=False)
     t_start = time.perf_counter() - start
     start = time.perf_counter()
-    ray = train_async(base, AsyncConfig(n_workers=1, max_staleness=args.staleness))
+    ray = train_async(base, AsyncConfig(n_workers=1))
     t_ray = time.perf_counter() - start
     a, b = shared_numbers(simulated, ray)
     same = a.shape == b.shape and np.array_equal(a, b, equal_nan=True)

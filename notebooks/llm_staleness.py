@@ -104,7 +104,7 @@ axes[0].axhline(0.29, color="0.5", lw=0.8, ls="--")
 axes[0].set(xlabel="learner step", ylabel="reward (fresh prompts)", title="reward vs step")
 axes[0].legend(fontsize=6)
 axes[1].set(xlabel="wall-clock (s)", ylabel="reward", title="reward vs wall-clock")
-axes[2].set(xlabel="max staleness s", ylabel="late reward (2nd half)", title="late reward vs staleness")
+axes[2].set(xlabel="staleness D (fixed lag)", ylabel="late reward (2nd half)", title="late reward vs staleness")
 axes[2].set_xticks(levels)
 axes[2].legend(fontsize=7)
 b = bounded[bounded.step > 0]
@@ -122,7 +122,7 @@ save_figure(fig, "llm-staleness", note=f"fidelity={fidelity}, {runs.seed.nunique
 # %%
 eq = equivalence.iloc[0]
 book.exact("staleness-0-equals-sync",
-           f"max_staleness = 0 on Ray reproduces the synchronous run exactly ({eq.values_compared:.0f} logged numbers; value: max |difference|)",
+           f"staleness 0 on Ray reproduces the synchronous run exactly ({eq.values_compared:.0f} logged numbers; value: max |difference|)",
            eq.max_abs_diff, bool(eq.max_abs_diff == 0.0 and eq.same_shape))
 # At quick fidelity (3 seeds, all the CPU suite affords for a Ray LM run) no test valid at that count
 # settles these comparisons, so they are reported there and asserted at paper and full fidelity (8

@@ -214,8 +214,6 @@ def add_run_parser(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--async-workers", type=int_at_least(0), default=0,
                    help="run on Ray with this many rollout workers (0: the simulated loop)")
-    p.add_argument("--max-staleness", type=int_at_least(0), default=None,
-                   help="Ray runtime: staleness budget in learner steps (default 0)")
     p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")

@@ -49,7 +49,7 @@ def async_config_from_args(args: argparse.Namespace):
     """The Ray runtime's AsyncConfig, or None for the simulated loop; Ray-only options without
     ``--async-workers`` are an error (they would silently do nothing)."""
     if not args.async_workers:
-        given = [f"--{name.replace('_', '-')}" for name in ("max_staleness", "async_mode", "ray_address")
+        given = [f"--{name.replace('_', '-')}" for name in ("async_mode", "ray_address")
                  if getattr(args, name) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need(s) --async-workers N (the Ray runtime); for simulated "
@@ -57,8 +57,7 @@ def async_config_from_args(args: argparse.Namespace):
         return None
     from sandbox.runtime.ray_async import AsyncConfig
 
-    return AsyncConfig(n_workers=args.async_workers, max_staleness=args.max_staleness or 0,
-                       mode=args.async_mode or "fixed_lag", address=args.ray_address)
+    return AsyncConfig(n_workers=args.async_workers, mode=args.async_mode or "fixed_lag", address=args.ray_address)
 
 
 def run_job(config: RunConfig, async_config=None) -> Job:
@@ -88,7 +87,7 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
         from sandbox.runtime.ray_async import check_async, train_async
 
         for config in configs:
-            check_async(config, async_config)  # before Ray starts
+            check_async(config)  # before Ray starts
         started = start_ray(async_config.address, max(2, async_config.n_workers + 1), progress=progress)
     frames, run_ids, paths = [], [], []
     try:

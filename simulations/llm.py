@@ -1,8 +1,9 @@
 """LLM scale-out (shared/spec/figures.md, "LLM scale-out"): llm-staleness.
 
 A tiny Qwen2-style causal LM (built in code) learns to reverse three letters under real
-asynchrony: Ray rollout workers sample while the learner updates, with the actor a fixed
-``max_staleness`` versions behind (fixed-lag mode, deterministic). REINFORCE, TIS, decoupled PPO,
+asynchrony: Ray rollout workers sample while the learner updates, with the actor a fixed D
+versions behind (``staleness={"kind": "fixed", "D": D}``, the same knob as the simulated loop's;
+fixed-lag mode, deterministic). REINFORCE, TIS, decoupled PPO,
 VCPO (TIS + the ESS-scaled step) and DG, at staleness 0 … 16.
 """
 
@@ -84,17 +85,18 @@ def select_lr(seeds=SELECTION_SEEDS, steps: int = 150, out: Path = SELECTION) ->
 def _async_job(cfg: RunConfig, staleness: int, label: str) -> Job:
     params = cfg.to_dict()
     params.pop("label")
-    params["async_config"] = {"n_workers": 1, "max_staleness": staleness}
+    params["staleness"] = {"kind": "fixed", "D": staleness} if staleness else {}
+    params["async_config"] = {"n_workers": 1}
     return Job("sandbox.runtime.ray_async:train_async_job", params, label)
 
 
 def sync_equivalence(config: dict) -> pd.DataFrame:
-    """The same config in-process (synchronous loop) and on Ray with max_staleness = 0: the
+    """The same config in-process (synchronous loop) and on Ray with staleness 0: the
     largest absolute difference over every logged number (wall-clock excepted)."""
     cfg = RunConfig.from_dict(config)
     ensure_ray()
     sync = train(cfg)
-    real = train_async(cfg, AsyncConfig(n_workers=2, max_staleness=0))
+    real = train_async(cfg, AsyncConfig(n_workers=2))
     sync, real = metrics_only(sync), metrics_only(real)
     columns = [c for c in sync.columns if pd.api.types.is_numeric_dtype(sync[c])]
     a = sync[columns].to_numpy(dtype=float)
@@ -109,7 +111,8 @@ def bounded_staleness(config: dict, budget: int = 16) -> pd.DataFrame:
     """A run in bounded mode (each idle worker takes the newest weights, staleness ≤ budget): the
     per-token staleness that real timing produces."""
     ensure_ray()
-    return train_async(RunConfig.from_dict(config), AsyncConfig(n_workers=2, max_staleness=budget, mode="bounded"))
+    config = RunConfig.from_dict(config).replace(staleness={"kind": "fixed", "D": budget})
+    return train_async(config, AsyncConfig(n_workers=2, mode="bounded"))
 
 
 def jobs(fidelity: str) -> list[Job]:

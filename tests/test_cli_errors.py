@@ -93,8 +93,8 @@ def test_staleness_without_kind_names_the_kinds():
 
 
 def test_ray_options_without_ray_are_errors_not_ignored(capsys):
-    err = in_process(capsys, "run", "--max-staleness", "4", "--no-store")
-    assert "--max-staleness" in err and "--async-workers" in err and "staleness.kind=fixed" in err
+    err = in_process(capsys, "run", "--async-mode", "bounded", "--no-store")
+    assert "--async-mode" in err and "--async-workers" in err and "staleness.kind=fixed" in err
     assert "--ray-address needs --backend ray" in in_process(capsys, "sweep", "gate", "--ray-address", "auto")
 
 

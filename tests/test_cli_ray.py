@@ -37,12 +37,12 @@ def test_the_token_auth_notice_is_silenced_not_the_errors():
 def test_an_async_run_from_the_command_line(tmp_path):
     args = [sys.executable, "-m", "sandbox.cli", "run", "--set", "task=bandit", "--set", "steps=4",
             "--set", "log_points=2", "--results", str(tmp_path)]
-    ray = subprocess.run([*args, "--async-workers", "1", "--max-staleness", "2"], cwd=tmp_path, env=ENV,
+    args += ["--set", "staleness.kind=fixed", "--set", "staleness.D=2"]  # one knob for both runtimes
+    ray = subprocess.run([*args, "--async-workers", "1"], cwd=tmp_path, env=ENV,
                          capture_output=True, text=True, timeout=300)
     assert ray.returncode == 0, ray.stderr
     assert "Token authentication" not in ray.stderr and "Traceback" not in ray.stderr, ray.stderr
-    sim = subprocess.run([*args, "--set", "staleness.kind=fixed", "--set", "staleness.D=2", "--quiet"], cwd=tmp_path,
-                         env=ENV, capture_output=True, text=True, timeout=300)
+    sim = subprocess.run([*args, "--quiet"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
     assert sim.returncode == 0, sim.stderr
     ray_id, sim_id = (r.stdout.split()[1].rstrip(":") for r in (ray, sim))
     assert ray_id != sim_id  # the Ray run is its own run, never the simulated one's

@@ -33,10 +33,12 @@ def test_seeds_become_separate_runs_for_one_model_per_run_tasks():
 def test_an_async_run_has_its_own_id_and_the_address_is_not_part_of_it():
     config = RunConfig(task="bandit", steps=5)
     sync = run_job(config).id
-    ray = run_job(config, AsyncConfig(n_workers=2, max_staleness=2)).id
+    ray = run_job(config, AsyncConfig(n_workers=2)).id
     assert ray != sync
-    assert run_job(config, AsyncConfig(n_workers=2, max_staleness=2, address="auto")).id == ray
-    assert run_job(config, AsyncConfig(n_workers=2, max_staleness=3)).id != ray
+    assert run_job(config, AsyncConfig(n_workers=2, address="auto")).id == ray
+    assert run_job(config, AsyncConfig(n_workers=3)).id != ray
+    stale = config.replace(staleness={"kind": "fixed", "D": 2})
+    assert run_job(stale, AsyncConfig(n_workers=2)).id not in (ray, run_job(stale).id)
 
 
 def test_one_seed_prints_values_not_intervals(capsys, tmp_path):

@@ -129,7 +129,7 @@ def _cells(dep: Deployment, envs: set[str]) -> list[dict]:
                       "run": {"staleness": stale, "history": "params", "frictions": everything, **prox}})
     if "llm" in envs and dep.max_delay > 0:
         cells.append({"name": f"llm/deploy-ray-stale-{dep.max_delay}", "env": "llm", "friction": "staleness",
-                      "async": {"n_workers": 1, "max_staleness": dep.max_delay}})
+                      "run": {"staleness": {"kind": "fixed", "D": dep.max_delay}}, "async": {"n_workers": 1}})
     return cells
 
 

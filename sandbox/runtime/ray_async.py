@@ -41,7 +41,6 @@ from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
 from sandbox.frictions import FrictionStack
-from sandbox.frictions.staleness import DelaySchedule
 from sandbox.runtime.actor import collect, require_versions
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
@@ -68,14 +67,12 @@ class AsyncConfig:
         num_gpus_per_worker: GPUs reserved per worker.
         checkpoint_path, checkpoint_every: the learner's checkpoint (0 = never).
         max_restarts: how many worker deaths the run survives in total.
-        max_staleness, admission, admission_budget: shorthands of ``RunConfig.staleness``
-            ``{"kind": "fixed", "D": max_staleness, "admission": …, "budget": admission_budget}``
-            (``staleness()``; stored jobs and scripts spell them), validated as that schedule and
-            refused next to a ``RunConfig.staleness``.
+
+    The staleness itself has one knob, ``RunConfig.staleness`` (a ``DelaySchedule`` and its
+    admission), read by both runtimes: ``{"kind": "fixed", "D": 4}`` on Ray is D = 4 simulated.
     """
 
     n_workers: int = 1
-    max_staleness: int = 0  # shorthand (see above)
     mode: str = "fixed_lag"
     broadcast_every: int = 1
     address: str | None = None
@@ -84,8 +81,6 @@ class AsyncConfig:
     checkpoint_path: str | None = None
     checkpoint_every: int = 0
     max_restarts: int = 10
-    admission: str = "pace"
-    admission_budget: int | None = None  # shorthand (see above)
 
     def __post_init__(self) -> None:
         check_range("n_workers", self.n_workers, low=1)
@@ -97,28 +92,6 @@ class AsyncConfig:
         check_range("max_restarts", self.max_restarts, low=0)
         if self.checkpoint_every and not self.checkpoint_path:
             raise ValueError("checkpoint_every > 0 needs checkpoint_path")
-        try:
-            DelaySchedule.from_dict(self.staleness())
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"max_staleness/admission/admission_budget (staleness {self.staleness()}): "
-                             + " ".join(str(err).split())) from None
-
-    def staleness(self) -> dict:
-        """The ``RunConfig.staleness`` the shorthands stand for ({} when none is set)."""
-        out = {"kind": "fixed", "D": self.max_staleness} if self.max_staleness else {}
-        if self.admission != "pace" or self.admission_budget is not None:
-            out |= {"admission": self.admission, "budget": self.admission_budget}
-        return out
-
-    def realise(self, config: RunConfig) -> RunConfig:
-        """``config`` with the shorthands moved into its ``staleness`` (given twice: refused)."""
-        shorthand = self.staleness()
-        if not shorthand:
-            return config
-        if config.staleness:
-            raise ValueError(f"staleness is given twice: RunConfig.staleness={config.staleness} and AsyncConfig "
-                             f"max_staleness/admission ({shorthand}); give it once, as RunConfig.staleness")
-        return config.replace(staleness=shorthand)
 
 
 class RolloutWorker:
@@ -187,11 +160,10 @@ def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
                      f"or the same with more steps (checkpoint: steps={saved.steps})")
 
 
-def check_async(config: RunConfig, async_config: AsyncConfig | None = None) -> RunConfig:
-    """The run the Ray runtime realises (checked before Ray starts): ``config`` with the async
-    config's staleness shorthands. Its workers sample every batch, so a friction that resumes
-    sequences with the learner's newer weights, or an eager rollout queue, is refused."""
-    config = (async_config or AsyncConfig()).realise(config)
+def check_async(config: RunConfig) -> RunConfig:
+    """The run the Ray runtime realises, checked before Ray starts. Its workers sample every
+    batch, so a friction that resumes sequences with the learner's newer weights, or an eager
+    rollout queue, is refused."""
     stack = FrictionStack.from_config(config.frictions, config.staleness)
     require_versions(stack, None, None)  # the simulated actor's refusal, raised before Ray starts
     if config.history == "rollouts" and stack.max_delay:
@@ -207,7 +179,7 @@ class AsyncRunner:
         import ray
 
         self.ray = ray
-        config = check_async(config, async_config)  # the run Ray realises, its staleness in RunConfig.staleness
+        config = check_async(config)
         self.config, self.acfg = config, async_config
         path = async_config.checkpoint_path
         self.learner = _Learner(config)

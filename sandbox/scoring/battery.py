@@ -99,8 +99,8 @@ class Battery:
         for c in self.cells:
             budget = f"{c.run.get('steps')} steps" if c.kind == "train" else "exact"
             extra = {k: v for k, v in {**c.run, **c.probe, **(c.async_config or {})}.items()
-                     if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor", "max_staleness",
-                              "admission", "admission_budget", "proximal")}
+                     if k in ("staleness", "frictions", "p_correct", "actor", "rho", "p_actor",
+                              "proximal")}
             lines.append(f"  {c.name:<{width}} {c.friction:<18} {c.seeds:>3} seeds  {budget:<11} {json.dumps(extra)}")
         return "\n".join(lines)
 

@@ -91,7 +91,8 @@ def test_precision_adds_its_cells():
 def test_standard_adds_the_lm_on_ray_for_an_async_run():
     _, deploy, chosen = _battery("verl_dapo_async.yaml", battery="standard")
     lm = deploy.cells[-1]
-    assert (lm.name, lm.async_config) == ("llm/deploy-ray-stale-17", {"n_workers": 1, "max_staleness": 17})
+    assert (lm.name, lm.async_config) == ("llm/deploy-ray-stale-17", {"n_workers": 1})
+    assert lm.run["staleness"] == {"kind": "fixed", "D": 17}
     assert lm.run["task_kwargs"]["samples_per_prompt"] == 16 and lm.run["task_kwargs"]["prompts_per_step"] == 4
     assert deploy.cells[0].run["steps"] == 1000  # standard's budgets
     _, sync, _ = _battery("verl_gspo.yaml", battery="standard")

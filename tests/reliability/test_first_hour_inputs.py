@@ -115,14 +115,14 @@ def test_the_score_report_folder_is_checked_before_any_compute(tmp_path, monkeyp
         score("dg", out=tmp_path / "afile", results=tmp_path)
 
 
-def test_staleness_given_twice_is_refused_before_ray_starts(capsys, monkeypatch):
+def test_a_schedule_ray_cannot_realise_is_refused_before_ray_starts(capsys, monkeypatch):
     import sandbox.core.processes as processes
 
     monkeypatch.setattr(processes, "start_ray", lambda *a, **k: pytest.fail("Ray started"))
-    assert error_line(capsys, "run", "--async-workers", "1", "--max-staleness", "2", "--set", "staleness.kind=fixed",
-                      "--set", "staleness.D=2", "--no-store") == (
-        "sandbox: error: staleness is given twice: RunConfig.staleness={'kind': 'fixed', 'D': 2} and AsyncConfig "
-        "max_staleness/admission ({'kind': 'fixed', 'D': 2}); give it once, as RunConfig.staleness")
+    assert error_line(capsys, "run", "--async-workers", "1", "--set", "staleness.kind=fixed", "--set", "staleness.D=2",
+                      "--set", "history=rollouts", "--no-store") == (
+        "sandbox: error: history='rollouts' samples the stale batches in the learner's process, but on Ray the "
+        "workers sample them: set history='params'")
 
 
 def test_an_address_that_answers_but_is_not_ray_is_one_line_at_once():

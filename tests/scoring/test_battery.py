@@ -73,7 +73,7 @@ def test_packaged_batteries_hold_the_required_cells():
             assert cell.friction == "inference engine", cell.name
     standard = load_battery("standard")
     llm = [c for c in standard.cells if c.run.get("task") == "hf_text"]
-    assert llm and llm[0].async_config["max_staleness"] > 0 and not llm[0].batched
+    assert llm and llm[0].run["staleness"]["D"] > 0 and llm[0].async_config == {"n_workers": 1} and not llm[0].batched
     assert all(c.run.get("task") != "hf_text" for c in load_battery("quick").cells)
 
 

@@ -8,7 +8,7 @@ RANDOM_REVERSAL_H10 = uniform_reversal_error(10)  # V = 2, to-first-error reward
 
 BATTERY = {
     "name": "paper",
-    "version": 2,
+    "version": 3,
     "extends": "standard",
     "description": "standard at full fidelity: MNIST 10k steps, reversal H = 10 for 3000 steps, "
                    "8 LM seeds for 150 steps",

@@ -9,7 +9,7 @@ RANDOM_REVERSAL_H4 = uniform_reversal_error(4)  # V = 2, to-first-error reward
 
 BATTERY = {
     "name": "standard",
-    "version": 2,
+    "version": 3,
     "extends": "quick",
     "description": "quick with 10 seeds and longer budgets (reversal H = 4), plus a tiny Qwen2-style LM "
                    "reversing three letters under a 16-step lag on Ray; top-p reported as the truncated "
@@ -39,6 +39,6 @@ BATTERY = {
          "run": panel_settings([("mask admission", 6), ("partial rollouts", 3)],  # budget 2
                                {"staleness": {"kind": "uniform", "D": 8}, "history": "params"})},
         {"name": "llm/ray-stale-16", "env": "llm", "friction": "staleness",
-         "async": {"n_workers": 1, "max_staleness": 16}},
+         "run": {"staleness": {"kind": "fixed", "D": 16}}, "async": {"n_workers": 1}},
     ],
 }
