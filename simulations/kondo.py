@@ -18,7 +18,7 @@ from sandbox.core.seeding import derived_generator
 from sandbox.estimators import make_estimator
 from sandbox.jobs.sweep import Job, intra_op_threads
 from sandbox.runtime.actor import collect
-from sandbox.runtime.learner import learner_terms
+from sandbox.runtime.learner import learner_loss
 from sandbox.tasks import make_task
 from simulations import Figure, Plan, register_figure
 from simulations.sequences import FIDELITY, run_jobs
@@ -61,8 +61,7 @@ def kondo_compute(H: int = 10, pcts: tuple = (0.03, 0.1, 0.3, 1.0), reps: int = 
             est = make_estimator("kondo", pct=pct)
             for mode, task in tasks.items():
                 def update(task=task, est=est):
-                    terms = learner_terms(task, params, rollout, advantage, derived_generator(seed, "est"), False)
-                    out = task.objective(est, terms, rollout, params)
+                    _, out = learner_loss(task, est, params, rollout, advantage, derived_generator(seed, "est"), False)
                     torch.autograd.grad(out.loss, params)
                     return out
 
