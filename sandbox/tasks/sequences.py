@@ -113,6 +113,8 @@ class TransformerSequenceTask(Task):
                                  heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
                                  variant=self.variant)
         self.objective = ScreenedBackward(self.model.answer_logp) if self.backward == "screened" else PLAIN
+        #: the evaluation the knob chose, once: a fresh sampled batch or the exact enumeration
+        self.evaluation = self.exact_evaluation if self.eval_mode == "exact" else self.sampled_evaluation
         if self.eval_mode == "exact":
             if not self.env.uniform_prompts:
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
@@ -213,21 +215,21 @@ class TransformerSequenceTask(Task):
         correct answers), each ``[S]``; from a fresh sampled batch or, with ``eval_mode='exact'``,
         the exact expectation over every prompt and answer."""
         params = [p.detach() for p in params]
-        if self.eval_mode == "exact":
-            metrics = self.exact_evaluation(params)
-        else:
-            prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
-            M = self.eval_samples
-            with torch.no_grad():
-                out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
-            rows = prompts.repeat_interleave(M, dim=1)
-            rewards = self.rewards(rows, out.actions)
-            exact = self.env.fully_correct(rows, out.actions)
-            metrics = {"error": self.env.error(rewards), "reward": rewards.mean(-1),
-                       "exact": exact.to(rewards.dtype).mean(-1)}
+        metrics = self.evaluation(params, generator)
         if self.seq_error:
             metrics["seq_error"] = self.sequence_error(params)
         return metrics
+
+    def sampled_evaluation(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
+        """The metrics of ``eval_prompts`` fresh prompts × ``eval_samples`` answers sampled by the learner."""
+        prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
+        M = self.eval_samples
+        with torch.no_grad():
+            out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
+        rows = prompts.repeat_interleave(M, dim=1)
+        rewards = self.rewards(rows, out.actions)
+        exact = self.env.fully_correct(rows, out.actions)
+        return {"error": self.env.error(rewards), "reward": rewards.mean(-1), "exact": exact.to(rewards.dtype).mean(-1)}
 
     def sequence_error(self, params: Sequence[Tensor]) -> Tensor:
         """``[S]``: 1 − E_x π(y*|x) over every prompt (or a fixed sample of ``SEQ_ERROR_PROMPTS``),
@@ -243,7 +245,7 @@ class TransformerSequenceTask(Task):
             logp = self.model.answer_logp(params, prompts, self.env.correct_answers(prompts))
         return 1 - logp.to(torch.float64).sum(-1).exp().mean(-1).to(logp.dtype)
 
-    def exact_evaluation(self, params: Sequence[Tensor]) -> dict[str, Tensor]:
+    def exact_evaluation(self, params: Sequence[Tensor], generator: torch.Generator | None = None) -> dict[str, Tensor]:
         """E[R] under the learner for uniform prompts, by enumerating all V^P prompts and V^A answers."""
         S, P, A, V = self.population, self.prompt_len, self.answer_len, self.vocab
         prompts, answers = all_sequences(P, V), all_sequences(A, V)
