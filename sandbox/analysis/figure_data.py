@@ -3,7 +3,9 @@ into a results store so that every claim can be recomputed without rerunning a j
 
 ``export`` writes the stored results of a figure's jobs into one zstd-compressed parquet file (the
 frames concatenated, a ``job_id`` column saying whose row is whose); the schema metadata keeps, per
-job, its columns and dtypes, the metadata its result was stored with and the code that made it.
+job, its columns and dtypes, the metadata its result was stored with and the code that made it
+(zlib-compressed: the code stamps repeat from job to job, and parquet keeps the schema metadata
+twice, uncompressed).
 ``restore`` writes each job back into a ``ResultsStore`` exactly as it was stored — the same
 frame, metadata and code stamp — so a sweep finds it, and the store's own checksum guards it from
 then on. A restored result made by other code is *stale* to the store; the caller decides whether
@@ -13,9 +15,11 @@ claims are computed from, and CLAIMS.md names the commit that made them).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +32,16 @@ from sandbox.jobs.sweep import Job, unique_jobs
 
 log = logging.getLogger(__name__)
 
-_KEY = b"sandbox_figure_data"
+_KEY = b"sandbox_figure_data.zlib"  # base64 of the zlib-compressed JSON index
+_PLAIN_KEY = b"sandbox_figure_data"  # the uncompressed index of files written before
+
+
+def _index(metadata: dict[bytes, bytes] | None) -> dict:
+    """The per-job index a data file's schema metadata holds."""
+    metadata = metadata or {}
+    if _KEY in metadata:
+        return json.loads(zlib.decompress(base64.b64decode(metadata[_KEY])))
+    return json.loads(metadata[_PLAIN_KEY])
 
 
 def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) -> Path:
@@ -41,7 +54,8 @@ def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) ->
                          "metadata": store.metadata(job.id), "code": store.code(job.id)}
         frames.append(frame.assign(**{"__job": job.id}))
     table = pa.Table.from_pandas(pd.concat(frames, ignore_index=True), preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _KEY: json.dumps(index).encode()})
+    packed = base64.b64encode(zlib.compress(json.dumps(index).encode(), 9))
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _KEY: packed})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -52,7 +66,7 @@ def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) ->
 
 def jobs_in(path: str | os.PathLike) -> set[str]:
     """The ids of the jobs a data file holds."""
-    return set(json.loads((pq.read_schema(path).metadata or {})[_KEY]))
+    return set(_index(pq.read_schema(path).metadata))
 
 
 def restore(path: str | os.PathLike, store: ResultsStore, job_ids: Sequence[str] | None = None) -> list[str]:
@@ -60,7 +74,7 @@ def restore(path: str | os.PathLike, store: ResultsStore, job_ids: Sequence[str]
     as results of this code (missing, corrupt or stale) back into it, each as it was stored;
     returns the ids written."""
     table = pq.read_table(path)
-    index = json.loads(table.schema.metadata[_KEY])
+    index = _index(table.schema.metadata)
     wanted = set(index) if job_ids is None else set(job_ids) & set(index)
     todo = [j for j in sorted(wanted) if store.state(j) != "ok"]
     if not todo:

@@ -45,3 +45,23 @@ def test_results_made_by_other_code_are_restored_and_kept_only_when_accepted(tmp
     assert {fresh.state(j.id) for j in jobs} == {"stale"}
     kept = run_sweep(jobs, fresh, workers=1, progress=False, accept_stale_code={jobs[0].id})
     assert kept.accepted_stale == [jobs[0].id] and kept.computed == len(jobs) - 1
+
+
+def test_a_file_with_the_uncompressed_index_of_earlier_exports_still_restores(tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    jobs = _jobs()
+    store = ResultsStore(tmp_path / "a")
+    run_sweep(jobs, store, workers=1, progress=False)
+    path = figure_data.export(jobs, store, tmp_path / "fig.parquet")
+    table = pq.read_table(path)
+    index = figure_data._index(table.schema.metadata)
+    meta = {k: v for k, v in table.schema.metadata.items() if k != figure_data._KEY}
+    pq.write_table(table.replace_schema_metadata({**meta, figure_data._PLAIN_KEY: json.dumps(index).encode()}),
+                   tmp_path / "old.parquet")
+    assert figure_data.jobs_in(tmp_path / "old.parquet") == {j.id for j in jobs}
+    fresh = ResultsStore(tmp_path / "b")
+    assert sorted(figure_data.restore(tmp_path / "old.parquet", fresh)) == sorted(j.id for j in jobs)
+    pd.testing.assert_frame_equal(fresh.read(jobs[0].id), store.read(jobs[0].id))
