@@ -118,7 +118,7 @@ ESTIMATORS: Registry[Estimator] = Registry("estimator")
 
 
 def register_estimator(name: str, *, replace: bool = False):
-    """Class decorator registering an estimator under ``name`` (see README, "Add an estimator")."""
+    """Class decorator registering an estimator under ``name`` (see README and docs/estimators.md, "Add an estimator")."""
     return ESTIMATORS.register(name, replace=replace)
 
 

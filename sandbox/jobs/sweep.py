@@ -8,7 +8,7 @@ verifies what is stored (checksum, the code that made it), claims each job befor
 local worker processes or on Ray, writes each result atomically as soon as it finishes, and never
 lets one failing job stop the others. A worker that dies (an OOM kill) is replaced and its job
 retried once. Kill it at any moment and rerun: it completes without recomputing or corrupting
-anything. Guarantees and their tests: README, "Reliability".
+anything. Guarantees and their tests: docs/reliability.md, "What a sweep guarantees".
 """
 
 from __future__ import annotations

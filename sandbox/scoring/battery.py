@@ -22,7 +22,7 @@ from sandbox.runtime.config import _freeze
 
 KINDS = ("probe", "train")
 #: friction categories (one scorecard panel each); "inference engine": truncated sampling, partial
-#: rollouts and admission, the frictions of real LLM inference engines (README, "Frictions of real
+#: rollouts and admission, the frictions of real LLM inference engines (docs/environments.md, "Frictions of real
 #: inference engines"); "deployment": a run's frictions all at once and its friction-free control
 #: (``sandbox check``'s deployment battery)
 FRICTIONS = ("staleness", "actor bug", "reward corruption", "rare discovery", "all four", "inference engine",

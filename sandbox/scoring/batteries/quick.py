@@ -1,6 +1,6 @@
 """The ``quick`` battery: every friction on the bandits (exact probes), MNIST and token reversal.
 
-Data only. Sized for ≤ 5 minutes of a new estimator's runs on 2 cores (see the README, "Score an
+Data only. Sized for ≤ 5 minutes of a new estimator's runs on 2 cores (see docs/scoring.md, "Score an
 estimator"). Changing anything here changes the battery's hash: bump ``version`` and record the new
 hash in ``versions.py`` (tests/scoring/test_battery.py fails until you do).
 """
@@ -63,7 +63,7 @@ BATTERY = {
         {"name": "reversal/all-four", "env": "reversal", "friction": "all four",
          "run": panel_settings([("staleness", 4), ("actor bug", 0.1), ("reward corruption", 0.1),
                                 ("rare discovery", 0.02)])},
-        # the inference engine's frictions (README, "Frictions of real inference engines"); the drop
+        # the inference engine's frictions (docs/environments.md, "Frictions of real inference engines"); the drop
         # cell's score is its error after the same 300 steps, so the updates lost to dropped
         # batches count against it (the scorecard also reports the fraction of prompts dropped)
         # top-p with the engine's raw log-probs (vLLM's default) under a 4-step lag: the IS ratio's μ
