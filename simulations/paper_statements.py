@@ -90,6 +90,11 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "seeds and 1 of 20 reference seeds stay near 0.5 for all 1,000 steps (Fisher exact p = 0.34), the "
         "others agree (medians 0.92 vs 0.90) — so a Welch TOST at 20 seeds cannot resolve ±0.1; the test "
         "declared beforehand is kept, a rank or proportion test is what this metric needs.",
+    ("mnist-learning", "dg-closes-half-the-gap"):
+        "genuine, on the boundary: DG closes about half of PG's gap to CE (median fraction 0.53 [0.29, 0.81] "
+        "over 10 seeds), which is what the paper's 'roughly half' says, but 'at least half' is not shown "
+        "at 10 seeds — the margin is 0.0006 [−0.002, 0.003] in error, within the resolution of a 2,000-image "
+        "evaluation (0.0005).",
 }
 
 
