@@ -124,11 +124,9 @@ class GaussianBanditEnv(BanditEnv):
     def evaluate(self, logits_of, dtype):
         """error = 1 − π(better arm); regret = max_a E R(a) − Σ_a π(a)·E R(a)."""
         contexts = self.all_contexts()
-        logits = logits_of(self.features(contexts))
-        probs = torch.softmax(logits, -1)
+        probs = torch.softmax(logits_of(self.features(contexts)), -1)
         values = self.reward_table(contexts).to(probs.dtype)
-        regret = (values.max(-1).values - (probs * values).sum(-1)).mean(-1)
-        return {"error": 1 - expected_return(logits, self.labels(contexts)), "regret": regret}
+        return {**super().evaluate(logits_of, dtype), "regret": (values.max(-1).values - (probs * values).sum(-1)).mean(-1)}
 
 
 __all__ = ["BanditEnv", "GaussianBanditEnv", "ce_oracle", "exact_pg", "expected_return"]

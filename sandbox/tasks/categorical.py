@@ -42,9 +42,9 @@ class CategoricalTask(Task):
     ``batch_size`` contexts, grouped as the environment says (mode='exact': the K actions of each
     of the environment's enumerated contexts).
 
-    Diagnostics at logged steps: the cosines of the update to the PG and CE oracles; for each of
-    ``probes`` (estimators), the same cosines of its batch gradient on the same batch; for each of
-    ``reference_estimators`` (names), the cosines of its exact expected update in logit space.
+    Diagnostics at logged steps: the cosines of the update to the PG and CE oracles; for each probe
+    estimator (``_probes``, MNIST's ``probes``), the same cosines of its batch gradient on the same
+    batch; for each of ``reference_estimators`` (names), those of its exact expected update in logit space.
     """
 
     env: ContextualEnv
