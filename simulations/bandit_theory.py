@@ -113,7 +113,7 @@ def prop1_closed_form(K: int = 100, eta: float = 1.0, b: float = 0.5, B: int = 1
         for label, est in (("pg", pg), ("dg", dg)):
             task = Bandit(N=1, K=K, batch_size=B, population=n_batches, dtype="float64")
             task.init_params(derived_generator(seed, "prop1-mc", p))
-            task._labels = torch.zeros(n_batches, 1, dtype=torch.long)
+            task.env.label_table = torch.zeros(n_batches, 1, dtype=torch.long)
             params = [z.expand(n_batches, 1, K).clone().requires_grad_(True)]
             rollout = collect(task, params, 0, derived_generator(seed, "prop1-mc", p, label), seed)
             terms = learner_terms(task, params, rollout, make_advantage("constant", b=b), None, False)
@@ -232,7 +232,7 @@ def contamination_cosine(K: int = 10, B: int = 100, rho: float = 0.1, deltas: tu
                           frictions=FrictionStack(frictions))
             task.init_params(derived_generator(seed, "cos-init"))
             # solved: the likely arm 0 is correct; unsolved (discovery): the rare arm 1 is correct
-            task._labels = torch.full((n_batches, 1), 1 if actor == "discovery" else 0, dtype=torch.long)
+            task.env.label_table = torch.full((n_batches, 1), 1 if actor == "discovery" else 0, dtype=torch.long)
             actor_z = symmetric_logits(K, 1 - min(0.5, 10 * delta)).expand(n_batches, 1, K).clone() if actor == "stale" else z
             rollout = collect(task, [actor_z], 0, derived_generator(seed, "cos", delta, actor), seed)
             true = exact_pg(z, task.label_table).reshape(n_batches, -1)

@@ -14,6 +14,9 @@ Splits: ``test10k`` splits the official 10k test set by a fixed permutation into
 (``train_size``, default 8k) and an evaluation part (the rest); ``full`` trains on the official
 60k training set and evaluates on the 10k test set; ``auto`` is ``full`` when the 60k files can be
 found (or downloaded), else ``test10k``.
+
+``MNISTEnv`` is the contextual environment (``sandbox.envs.contextual``) that the ``mnist`` task
+composes with an MLP policy (``sandbox.tasks.mnist``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from torch import Tensor
 
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_int
+from sandbox.envs.contextual import ContextualEnv
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +298,55 @@ def mnist_data(split: str = "test10k", train_size: int = 8000, data_dir=None,
     return _cached_split(split, int(train_size), dirs, bool(download_missing))
 
 
-# ----------------------------------------------------------------------------- the task
-__all__ = ["FILES", "MIRRORS", "ChecksumError", "IDXFormatError", "MNISTData", "MNISTError",
+# ----------------------------------------------------------------------------- the environment
+@dataclass
+class MNISTEnv(ContextualEnv):
+    """The MNIST contextual bandit: contexts are ids of training images (uniform, per seed), the
+    policy sees their pixels, R = 1[a = y]; the error is the greedy test error on ``eval_size``
+    evaluation images. The images are read on first use (``data``): building it stays cheap."""
+
+    population: int
+    split: str = "test10k"
+    train_size: int = 8000
+    eval_size: int = 2000  # 0 = the whole evaluation split
+    data_dir: str | None = None
+    download: bool = True
+
+    n_actions = 10
+
+    @functools.cached_property
+    def data(self) -> MNISTData:
+        return mnist_data(self.split, self.train_size, self.data_dir, self.download)
+
+    @property
+    def eval_x(self) -> Tensor:
+        n = self.data.eval_x.shape[0] if self.eval_size == 0 else min(self.eval_size, self.data.eval_x.shape[0])
+        return self.data.eval_x[:n]
+
+    @property
+    def eval_y(self) -> Tensor:
+        return self.data.eval_y[: self.eval_x.shape[0]]
+
+    def reset(self, generator):
+        _ = self.data  # read the images (or report them missing) before the first step, not during it
+
+    def sample_contexts(self, n, generator):
+        return torch.randint(0, self.data.train_x.shape[0], (self.population, n), generator=generator)
+
+    def labels(self, contexts):
+        return self.data.train_y[contexts]
+
+    def features(self, contexts, dtype=torch.float32):
+        """``[S, n, 784]`` pixels of image ids ``[S, n]``."""
+        flat = self.data.train_x.index_select(0, contexts.reshape(-1))  # several times faster than x[contexts]
+        return flat.view(*contexts.shape, flat.shape[-1]).to(dtype)
+
+    def evaluate(self, logits_of, dtype):
+        """Greedy test error on the evaluation images, and the size of the training set used."""
+        error = (logits_of(self.eval_x.to(dtype)).argmax(-1) != self.eval_y).to(torch.float32).mean(-1)
+        return {"error": error, "train_images": torch.full_like(error, float(self.data.train_x.shape[0]))}
+
+
+__all__ = ["FILES", "MIRRORS", "ChecksumError", "IDXFormatError", "MNISTData", "MNISTEnv", "MNISTError",
            "MNISTNotFoundError", "cache_dir", "download", "find_file", "load_mnist", "mnist_data", "parse_idx",
            "read_idx", "search_dirs", "verify_md5"]

@@ -20,15 +20,18 @@ import torch
 from torch import Tensor
 
 from sandbox.core.validation import check_int, check_range, check_tensor
+from sandbox.policies.categorical import CategoricalPolicy
 
 
 @dataclass(frozen=True)
-class MLP:
+class MLP(CategoricalPolicy):
     """Sizes of the policy d_in → hidden (ReLU) → n_out; the parameters live outside (a list)."""
 
     d_in: int = 784
     hidden: int = 100
     n_out: int = 10
+
+    once_per_context = True  # a forward per image: the samples of one image share it
 
     def __post_init__(self) -> None:
         check_int("d_in", self.d_in, low=1)

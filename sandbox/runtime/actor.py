@@ -115,14 +115,14 @@ def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequen
     tiny = torch.finfo(mu.dtype).tiny
     log_mu = torch.log(mu.clamp(min=tiny)).reshape(S, n * K, 1)
     reported = log_mu if reported is None else reported.clamp(min=math.log(tiny)).reshape(S, n * K, 1)
-    labels = task.labels(batch.obs)
+    labels = task.env.labels(batch.obs)
     return Rollout(
         obs=batch.obs.repeat_interleave(K, dim=-1),
         actions=torch.arange(K).repeat(n).expand(S, n * K).unsqueeze(-1),
         mask=torch.ones(S, n * K, 1, dtype=torch.bool),
         behavior_logp=reported,
         true_behavior_logp=log_mu,
-        rewards=task.reward_table(batch.obs).to(mu.dtype).reshape(S, n * K),
+        rewards=task.env.reward_table(batch.obs).to(mu.dtype).reshape(S, n * K),
         group=torch.arange(n).repeat_interleave(K),
         version=torch.full((S, n * K, 1), int(version), dtype=torch.long),
         extras={"labels": labels.repeat_interleave(K, dim=-1), "weights": (mu / n).reshape(S, n * K, 1)},

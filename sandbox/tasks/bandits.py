@@ -1,5 +1,5 @@
-"""Bandit tasks: the bandits of ``sandbox.envs.bandits`` with a tabular softmax policy, sampled or
-with the exact expected update (``mode='exact'``)."""
+"""Bandit tasks: the bandits of ``sandbox.envs.bandits`` × the tabular softmax policy
+(``sandbox.policies.tabular``), sampled or with the exact expected update (``mode='exact'``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import torch
 from torch import Tensor
 
 from sandbox.core.validation import check_choice, check_int, check_range
-from sandbox.diagnostics import cosine
-from sandbox.envs.bandits import ce_oracle, exact_pg, expected_return, log_softmax
-from sandbox.estimators import make_estimator
+from sandbox.envs.bandits import BanditEnv, GaussianBanditEnv
 from sandbox.frictions.base import FrictionStack
-from sandbox.objectives import MODES, expected_update
-from sandbox.policies.tabular import init_table, tabular_logits
-from sandbox.tasks.base import Batch, Scored, register_task
+from sandbox.objectives import MODES
+from sandbox.policies.tabular import TabularPolicy
+from sandbox.tasks.base import register_task
 from sandbox.tasks.categorical import CategoricalTask
 
 
@@ -52,12 +50,17 @@ class Bandit(CategoricalTask):
         check_choice("mode", self.mode, tuple(MODES))
         self.objective = MODES[self.mode]
         check_choice("dtype", self.dtype, ("float32", "float64"))
-        self.n_actions = self.K
-        self._labels: Tensor | None = None
+        self.env = BanditEnv(self.population, self.N, self.K, self.torch_dtype)
+        self.policy = TabularPolicy(self.N, self.K, self.init_std, self.torch_dtype)
 
     @property
     def torch_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)
+
+    @property
+    def label_table(self) -> Tensor:
+        """The correct arm of each seed's contexts ``[S, N]`` (``env.label_table``, drawn at ``init_params``)."""
+        return self.env.labels(self.env.all_contexts())
 
     def memory(self) -> tuple[int, int]:
         """The logit table [S, N, K]; a step's [S, rows, K] logits, probabilities, rewards and
@@ -65,84 +68,6 @@ class Bandit(CategoricalTask):
         rows = self.N if self.objective.enumerates else self.batch_size * self.samples_per_context
         size = self.torch_dtype.itemsize
         return self.population * self.N * self.K * size, 8 * self.population * rows * self.K * size
-
-    # ------------------------------------------------------------------ environment
-    def init_params(self, generator):
-        self._labels = torch.randint(0, self.K, (self.population, self.N), generator=generator)
-        table = init_table(self.population, self.N, self.K, self.init_std, generator, self.torch_dtype)
-        return [table]
-
-    @property
-    def label_table(self) -> Tensor:
-        if self._labels is None:
-            raise ValueError("call init_params first: the correct arms are drawn with the parameters")
-        return self._labels
-
-    def sample_contexts(self, n, generator):
-        if self.N == 1:
-            return torch.zeros(self.population, n, dtype=torch.long)
-        return torch.randint(0, self.N, (self.population, n), generator=generator)
-
-    def logits(self, params, contexts):
-        return tabular_logits(params[0], contexts)
-
-    def labels(self, contexts):
-        return self.label_table.gather(1, contexts)
-
-    def reward_table(self, contexts):
-        return torch.nn.functional.one_hot(self.labels(contexts), self.K).to(self.torch_dtype)
-
-    def group_ids(self, contexts):
-        """Rows that share a context id form a group (all rows, when N = 1)."""
-        return contexts
-
-    def per_sample_grad_sq_norms(self, params, contexts, actions):
-        # ∇_z log π(a|n) = e_a − π_n: ‖·‖² = 1 − 2π(a) + Σ π²
-        probs = torch.softmax(self.logits(params, contexts), -1).detach()
-        return 1 - 2 * probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1) + probs.pow(2).sum(-1)
-
-    def all_contexts(self) -> Tensor:
-        return torch.arange(self.N).expand(self.population, self.N)
-
-    # ------------------------------------------------------------------ exact mode
-    def draw_batch(self, generator):
-        if not self.objective.enumerates:
-            return super().draw_batch(generator)
-        contexts = self.all_contexts()
-        return Batch(obs=contexts, rows=contexts, group=torch.arange(self.N))
-
-    def score(self, params, rollout, grad=True):
-        if not self.objective.enumerates:
-            return super().score(params, rollout, grad)
-        # every (context, action) row: log π(a|n) for all contexts at once, no per-row logits
-        log_probs = log_softmax(params[0])  # [S, N, K]
-        S, N, K = log_probs.shape
-        return Scored(
-            logp=log_probs.reshape(S, N * K, 1),
-            target_logp=log_probs.gather(-1, self.label_table.unsqueeze(-1)).repeat_interleave(K, dim=1),
-            providers={"probs": lambda: log_probs.detach().exp().repeat_interleave(K, dim=1)},
-        )
-
-    # ------------------------------------------------------------------ evaluation and oracles
-    def evaluate(self, params, generator):
-        return {"error": 1 - expected_return(params[0].detach(), self.label_table)}
-
-    def oracle_contexts(self, rollout):
-        return self.all_contexts()
-
-    def update_diagnostics(self, params, rollout, grad, estimator, terms_of=None):
-        """Cosines of the update to ∇J and to the CE oracle (over all contexts); for each
-        reference estimator, the cosines of *its* exact expected update at the same parameters."""
-        metrics = super().update_diagnostics(params, rollout, grad, estimator)
-        if self.reference_estimators:
-            z = params[0].detach()
-            S = z.shape[0]
-            pg, ce = exact_pg(z, self.label_table).reshape(S, -1), ce_oracle(z, self.label_table).reshape(S, -1)
-            for name in self.reference_estimators:
-                ref = expected_update(make_estimator(name), z, self.label_table).reshape(S, -1)
-                metrics[f"ref_{name}_cos_pg"] = cosine(ref, pg)
-                metrics[f"ref_{name}_cos_ce"] = cosine(ref, ce)
-        return metrics
 
 
 @register_task("gaussian_bandit")
@@ -161,26 +86,7 @@ class GaussianBandit(Bandit):
         if self.K != 2:
             raise ValueError(f"gaussian_bandit has exactly K=2 arms, got K={self.K}")
         super().__post_init__()
-        self.reward_range = (min(0.0, self.mu - 3 * self.sigma), max(1.0, self.mu + 3 * self.sigma))
-
-    def init_params(self, generator):
-        params = super().init_params(generator)
-        self._labels = torch.full((self.population, self.N), 0 if self.mu < 1 else 1, dtype=torch.long)
-        return params
-
-    def reward_table(self, contexts):
-        table = torch.tensor([1.0, self.mu], dtype=self.torch_dtype)
-        return table.expand(*contexts.shape, 2)
-
-    def sample_rewards(self, contexts, actions, generator):
-        noise = torch.randn(actions.shape, generator=generator, dtype=self.torch_dtype)
-        return torch.where(actions == 0, torch.ones_like(noise), self.mu + self.sigma * noise)
-
-    def evaluate(self, params, generator):
-        probs = torch.softmax(params[0].detach(), -1)
-        values = self.reward_table(self.all_contexts()).to(probs.dtype)
-        regret = (values.max(-1).values - (probs * values).sum(-1)).mean(-1)
-        return {"error": 1 - expected_return(params[0].detach(), self.label_table), "regret": regret}
+        self.env = GaussianBanditEnv(self.population, self.N, self.K, self.torch_dtype, mu=self.mu, sigma=self.sigma)
 
 
 __all__ = ["Bandit", "GaussianBandit"]

@@ -56,7 +56,7 @@ def test_expected_update_matches_monte_carlo(name, kwargs):
     exact = expected_update(est, z, y, baseline=0.25)[0, 0]
     task = Bandit(N=1, K=K, batch_size=50, population=S, dtype="float64")
     task.init_params(derived_generator(0, "init"))
-    task._labels = torch.zeros(S, 1, dtype=torch.long)
+    task.env.label_table = torch.zeros(S, 1, dtype=torch.long)
     params = [z.expand(S, 1, K).clone().requires_grad_(True)]
     rollout = collect(task, params, 0, derived_generator(0, "mc"), 0)
     terms = learner_terms(task, params, rollout, make_advantage("constant", b=0.25), None, False)

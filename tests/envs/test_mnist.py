@@ -192,17 +192,17 @@ def test_rollout_shapes_rewards_and_groups():
     assert r.group.tolist() == [i for i in range(8) for _ in range(3)]
     images = r.obs[:, ::3]
     assert torch.equal(r.obs, images.repeat_interleave(3, -1)), "the samples of one image are consecutive"
-    labels = task.data.train_y[r.obs]
+    labels = task.env.data.train_y[r.obs]
     assert torch.equal(r.rewards, (r.actions[..., 0] == labels).float())  # R = 1[a = y]
     assert torch.equal(r.extras["labels"], labels)
     assert not torch.equal(images[0], images[1]), "members draw their own images"
     # the reported log-probs are those of the policy, computed without the deduplication shortcut
-    logits = task.policy.logits(params, task.images(r.obs))
+    logits = task.policy.logits(params, task.env.features(r.obs))
     torch.testing.assert_close(r.behavior_logp[..., 0], torch.log_softmax(logits, -1).gather(-1, r.actions)[..., 0])
     torch.testing.assert_close(task.logits(params, r.obs), logits)  # equal up to GEMM rounding
     # evaluation: greedy error on the fixed evaluation subset
     ev = task.evaluate(params, None)
-    want = (task.policy.logits(params, task.eval_x).argmax(-1) != task.eval_y).float().mean(-1)
+    want = (task.policy.logits(params, task.env.eval_x).argmax(-1) != task.env.eval_y).float().mean(-1)
     assert torch.equal(ev["error"], want) and ev["train_images"].tolist() == [8000.0, 8000.0]
 
 
@@ -210,9 +210,9 @@ def test_rollout_shapes_rewards_and_groups():
 def test_oracles_are_the_ce_gradient_and_the_exact_expected_pg():
     task = MNIST(**{**SMALL, "population": 2})
     params = [p.double() for p in task.init_params(derived_generator(1, "init"))]
-    contexts = task.sample_contexts(6, derived_generator(1, "ctx"))
+    contexts = task.env.sample_contexts(6, derived_generator(1, "ctx"))
     oracles = task.oracle_directions(params, contexts)
-    x, y = task.images(contexts).double(), task.labels(contexts)
+    x, y = task.env.features(contexts).double(), task.env.labels(contexts)
     leaves = [p.clone().requires_grad_(True) for p in params]
     log_probs = torch.log_softmax(task.policy.logits(leaves, x), -1)
     ce = torch.autograd.grad(log_probs.gather(-1, y.unsqueeze(-1)).mean(1).sum(), leaves, retain_graph=True)

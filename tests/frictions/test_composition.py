@@ -41,7 +41,7 @@ def _gap(keys, true_logp, n_keys):
 def test_bandit_pair_true_mu_matches_frequencies(pair):
     task = Bandit(N=1, K=4, batch_size=40000, population=1, dtype="float64", frictions=_stack(pair))
     task.init_params(derived_generator(0, "init"))
-    task._labels = torch.zeros(1, 1, dtype=torch.long)  # correct arm 0, landmine's wrong arm 1
+    task.env.label_table = torch.zeros(1, 1, dtype=torch.long)  # correct arm 0, landmine's wrong arm 1
     z = torch.tensor([[[0.5, 0.0, -0.5, 0.2]]], dtype=torch.float64)
     rollout = collect(task, [z], 0, derived_generator(0, "draw"), 0)
     gap, total = _gap(rollout.actions[0, :, 0], rollout.true_behavior_logp[0, :, 0], 4)
@@ -54,7 +54,7 @@ def test_the_issue_example_landmine_then_rare_discovery():
     task = Bandit(N=1, K=4, batch_size=40000, population=1, dtype="float64",
                   frictions=_stack(["landmine", "rare_discovery"]))
     task.init_params(derived_generator(0, "init"))
-    task._labels = torch.full((1, 1), 3, dtype=torch.long)  # correct arm 3, wrong arm 0
+    task.env.label_table = torch.full((1, 1), 3, dtype=torch.long)  # correct arm 3, wrong arm 0
     rollout = collect(task, [torch.zeros(1, 1, 4, dtype=torch.float64)], 0, derived_generator(1, "draw"), 0)
     mu = torch.zeros(4, dtype=torch.float64)
     mu[rollout.actions[0, :, 0]] = rollout.true_behavior_logp[0, :, 0].exp()

@@ -44,7 +44,7 @@ def test_strength_zero_is_identity_bit_for_bit(name):
 def _batch(frictions, n=20000, K=5, seed=0, z=None):
     task = Bandit(N=1, K=K, batch_size=n, population=1, dtype="float64", frictions=FrictionStack(frictions))
     task.init_params(derived_generator(seed, "init"))
-    task._labels = torch.zeros(1, 1, dtype=torch.long)
+    task.env.label_table = torch.zeros(1, 1, dtype=torch.long)
     z = torch.tensor([[[2.0, 1.0, 0.0, -1.0, -3.0]]], dtype=torch.float64) if z is None else z
     return task, collect(task, [z], 0, derived_generator(seed, "draw"), seed), torch.softmax(z[0, 0], -1)
 

@@ -76,7 +76,7 @@ def test_bandit_true_mu_matches_frequencies_and_reported_is_what_the_engine_repo
     task = Bandit(N=1, K=6, batch_size=40000, population=1, dtype="float64",
                   frictions=_stack(truncation, STACKS[name], first))
     task.init_params(derived_generator(0, "init"))
-    task._labels = torch.zeros(1, 1, dtype=torch.long)
+    task.env.label_table = torch.zeros(1, 1, dtype=torch.long)
     rollout = collect(task, [Z], 0, derived_generator(0, "draw"), 0)
     actions, true = rollout.actions[0, :, 0], rollout.true_behavior_logp[0, :, 0]
     gap, _ = _gap(actions, true, 6)
