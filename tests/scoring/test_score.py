@@ -155,7 +155,7 @@ def test_a_broken_plugin_is_one_line_on_the_command_line(tmp_path, capsys, sourc
 def test_cli_lists_batteries_and_needs_a_name(capsys):
     assert main(["score", "--list-batteries"]) == 0
     out = capsys.readouterr().out
-    assert "quick v2" in out and "standard v2" in out and "reversal/all-four" in out and "reversal/drop-stale" in out
+    assert "quick v2" in out and "standard v3" in out and "reversal/all-four" in out and "reversal/drop-stale" in out
     assert main(["score"]) == 2
     assert "score needs NAME" in capsys.readouterr().err
 
