@@ -43,11 +43,10 @@
 # what the quick map's penalty cells show.
 #
 # **Where both collapse.** A cell where DG and PG end at the *same* final error at every seed is
-# not a comparison: both policies became deterministic and answer the evaluation prompts
-# identically (at paper fidelity, penalty −1 at p_bug = 0.1 and 0.3: error ≈ 0.5 at every seed,
-# gradient norm below 1e-6 by the last steps — the penalty on the all-zeros answer drives both to a
-# fixed answer that the gradient no longer moves). Such a cell is reported as "collapsed", with
-# the per-seed error, not as a difference of zero.
+# not a comparison: the two learners answer the evaluation prompts identically (at paper fidelity,
+# penalty −1 at p_bug = 0.1 and 0.3, error ≈ 0.5 at every seed). Such a cell is reported as
+# "collapsed", with the per-seed error, not as a difference of zero; why both end there (the
+# penalty on the all-zeros answer is one candidate) is not tested here.
 #
 # **Fidelity.** Quick: H = 2, p_bug ∈ {0.1, 0.3} × m ∈ {0, −1}, 4 seeds (one batched job per
 # cell), 150 steps. Paper: as above, 8 seeds (one job each).
