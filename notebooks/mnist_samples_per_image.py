@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -30,7 +32,7 @@ from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import color, curve, plt, use_style
 from sandbox.analysis.stats import t_interval
 from simulations import fidelity_from_env, results
-from simulations.mnist import data_note, samples_parts, save
+from simulations.mnist import CONFIRM, data_note, samples_parts, save
 
 fidelity = fidelity_from_env()
 runs = results("mnist-samples-per-image")
@@ -38,12 +40,14 @@ book = ClaimBook("mnist-samples-per-image")
 use_style()
 parts = runs.label.map(samples_parts)
 runs["method"], runs["m"] = parts.str[0], parts.str[1]
+runs["confirm"] = runs.label.str.endswith(CONFIRM)  # the confirmation runs, one base seed on
 final = int(runs.step.max())
 end = runs[runs.step == final]
 
 
-def final_errors(method, m):
-    return end[(end.method == method) & (end.m == m)].sort_values("member").error.to_numpy()
+def final_errors(method, m, confirm=False):
+    rows = end[(end.method == method) & (end.m == m) & (end.confirm == confirm)]
+    return rows.sort_values("member").error.to_numpy()
 
 
 # %%
@@ -75,34 +79,34 @@ save(fig, "mnist-samples-per-image", note=data_note(runs, fidelity) + f", m ∈ 
 # %% [markdown]
 # ## Claims
 #
-# Paired over seeds (the runs of a seed share their initial weights).
+# Paired over seeds (the runs of a seed share their initial weights); exact sign-flip intervals over
+# 10 seeds, a diverged seed scored as error 1.
 #
-# **What does not hold here.** The spec's claim — DG at one sample ends *strictly below* PG's
-# infinite-sample floor — does not hold reliably in this simulation: at 400 steps (quick, 5 seeds),
-# 500 steps (10 seeds) and 2000 steps (5 seeds) DG@1 and PG's exact update end within about a
-# percentage point of each other, and which one is lower depends on the seeds. Exact PG loses only
-# when a seed sits on a plateau with a digit class not yet learned: PG's exact update weights an
-# image by π(y|x), so a class the policy never predicts is learned slowly, and that happens in a
-# minority of seeds. What holds, and is asserted: DG at one sample is far below PG at one sample, and
-# within one percentage point of PG's infinite-sample floor (the CI of the paired difference
-# DG@1 − PG@∞ lies below +0.01): one sample per image with DG buys what PG needs the exact expected
-# gradient for. (DG's own exact update, run at full fidelity, is the fair infinite-sample rival.)
+# The spec's claim, DG at one sample per image ends below PG's infinite-sample floor, did not hold
+# reliably at short budgets: at 400 steps (quick, 5 seeds), 500 steps (10 seeds) and 2000 steps
+# (5 seeds) DG@1 and PG's exact update ended within about a percentage point of each other, and
+# which one was lower depended on the seeds (exact PG weights an image by π(y|x), so a digit class
+# the policy never predicts is learned slowly, on a minority of seeds). At the papers' 10,000 steps
+# (paper fidelity) DG@1 ended below PG's floor on seeds 0–9. Because that was seen before the claim
+# was asserted again, paper and full fidelity assert it on seeds 0–9 *and* on seeds 1000–1009, run
+# for this figure alone and never used to choose it. At quick fidelity it is reported, not asserted.
+# (DG@1 against PG@1 is mnist-learning's claim on the same runs: one measurement, asserted there.)
 
 # %%
-dg1, pg1, pg_inf = final_errors("DG", 1), final_errors("PG", 1), final_errors("PG", np.inf)
-book.less("dg1-below-pg1", f"DG at 1 sample per image ends below PG at 1 sample (step {final}, paired)", dg1, pg1,
-          test="sign-flip", worse="high")
-# Reported, not asserted: "within one point" was not established when the claims were fixed (an
-# earlier run, whose interval reached above the margin); a claim is not promoted after seeing the
-# data it would be decided on. The table shows this run's interval. (dg1-below-pg1 reads the same
-# PG and DG runs at m = 1 as mnist-learning's dg-below-pg-final: one measurement, in both figures.)
-book.report(book.less("dg1-within-1pp-of-pg-floor", "DG at 1 sample ends within one percentage point of PG's "
-                      "infinite-sample floor (paired difference DG@1 − PG@∞ < 0.01)", dg1, pg_inf + 0.01,
-                      worse="high"))
+dg1, pg_inf = final_errors("DG", 1), final_errors("PG", np.inf)
+floor = book.less("dg1-below-pg-floor", f"DG at 1 sample per image ends below PG's infinite-sample floor "
+                  f"(step {final}, paired)", dg1, pg_inf,
+                  test="sign-flip", worse="high")
+if end.confirm.any():
+    book.less("dg1-below-pg-floor-confirmed", f"DG at 1 sample ends below PG's floor on seeds never used to choose the "
+              f"claim (seeds + 1000, step {final}, paired)", final_errors("DG", 1, True), final_errors("PG", np.inf, True),
+              test="sign-flip", worse="high")
+else:
+    book.report(floor)
 if (end.label == "DG exact").any():
     book.less("dg-exact-below-pg-exact", "DG's exact update (m = ∞) ends below PG's (paired)", final_errors("DG", np.inf), pg_inf,
               worse="high")
 print({f"{method} m={m:g}": round(float(final_errors(method, m).mean()), 4) for method in ("PG", "DG")
        for m in sorted(end[end.method == method].m.unique())})
 print(book.table())
-book.check()
+book.check(require_asserted=fidelity != "quick")

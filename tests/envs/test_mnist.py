@@ -372,5 +372,10 @@ def test_mnist_figures_share_runs_and_follow_the_spec_grids():
     assert min(full["samples"]) == 1 and max(full["samples"]) == 100 and max(full["delays"]) == 1000
     assert sm.label_parts("IS-PG (exact μ) D=300") == ("IS-PG (exact μ)", 300) and sm.label_parts("PG") == ("REINFORCE", 0)
     assert sm.samples_parts("PG exact") == ("PG", float("inf")) and sm.samples_parts("DG m=10") == ("DG", 10.0)
+    # the spec's claim is confirmed on seeds the other runs never use: DG@1 and PG's floor, one base seed on
+    confirm = {c.label: c for c in sm.samples_runs("paper") if c.label.endswith(sm.CONFIRM)}
+    assert {sm.samples_parts(label) for label in confirm} == {("DG", 1.0), ("PG", float("inf"))}
+    assert {c.seed for c in confirm.values()} == {sm.FIDELITY["paper"]["seed"] + 1000}
+    assert not any(c.label.endswith(sm.CONFIRM) for c in sm.samples_runs("quick"))
     ispg = next(c for c in sm.staleness_runs("quick") if c.label.startswith("IS-PG"))
     assert ispg.task_kwargs["behavior"] == "true" and ispg.history == "rollouts"
