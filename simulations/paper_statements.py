@@ -100,6 +100,10 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "while the other 8 reach ≈ 0 as every DG seed does (DG ≤ 0.003 at all 10), so 8 of the 10 paired "
         "differences are ≈ 0 and the exact sign-flip interval ends at +0.0003 — 0 of 10 stuck seeds against "
         "2 of 10 is not separable at 10 seeds (Fisher exact p = 0.47).",
+    ("all-frictions", "dg-longer-than-ppo"):
+        "budget (the grid's top): every DG seed and every PPO seed solves the longest length of the paper "
+        "tier's grid, H = 10 (H* censored at 10 in 8 of 8 seeds each), so each paired difference is 0; only "
+        "a longer grid (full fidelity adds H = 12) can separate them.",
 }
 
 
