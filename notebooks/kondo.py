@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -109,9 +111,12 @@ save_figure(fig, "kondo", note=f"fidelity={fidelity}, H = {f['H']}, "
 # %% [markdown]
 # ## Claims
 # - Screening by delight keeps the learning: with 10% and with 30% of the tokens kept, the final
-#   error is no higher than with every token kept (pct = 100%, i.e. REINFORCE) — it is lower:
-#   ranking tokens by delight does what DG's gate does (paired over seeds, exact sign-flip test:
-#   final errors are bimodal).
+#   error is lower than with every token kept (pct = 100%, i.e. REINFORCE) — ranking tokens by
+#   delight would do what DG's gate does (paired over seeds, exact sign-flip test: final errors are
+#   bimodal). **At paper fidelity both fail** (CLAIMS.md gives each cause): at 10% every seed is
+#   still at error ≈ 0.36 at step 600, where REINFORCE has solved the task in 7 of 8 seeds; at 30%
+#   every seed ends at ≤ 0.001, but so do most of REINFORCE's, and one stuck REINFORCE seed is not
+#   enough to show "lower" at 8 seeds.
 # - The priority matters: at the same 30%, screening by delight ends lower than a uniform choice.
 # - The backward pass really shrinks *in training*: at pct = 10%, fewer than half of the rows run the
 #   backward pass, averaged over the logged training steps (per seed; t-interval — a smooth average,
