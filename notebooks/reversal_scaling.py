@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -103,6 +105,11 @@ save_figure(fig, "reversal-scaling", note=f"fidelity={fidelity}, "
 
 # %% [markdown]
 # ## Claims
+#
+# **At paper fidelity both asserted claims fail** (CLAIMS.md gives each cause). Along H, DG's
+# cumulative error is lower than PG's at every H ≥ 4, but both start from ≈ 0.01 at H = 2, so the
+# slopes are alike. Along V, three PG seeds get stuck at V = 2 and none at V = 3 or 4, so PG's error
+# *falls* with V in those seeds. P1-F9's own numbers are not in the text available offline.
 
 # %%
 settle = book.report if fidelity == "quick" else (lambda claim: claim)
