@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -27,7 +29,11 @@
 # 1.5e-3 is stable in every selection seed (largest drawdown 0.05); at 1e-3 three seeds wander by
 # 0.18–0.19 (a slow learner's noisy evaluation), at 2e-3 one seed collapses (0.38), and at 3e-3,
 # the previous setting, three do (0.27–0.49) — a lag could not have been blamed for a collapse
-# there. The figure's own synchronous runs (seeds 0–7) confirm the choice (a claim).
+# there. The figure's own synchronous runs (seeds 0–7) were to confirm the choice (a claim).
+# **At paper fidelity they do not**: synchronous REINFORCE falls by ≥ 0.15 in 3 of the 8 seeds, so
+# the control is not stable, and the claims that lean on it — REINFORCE collapses at s = 16, it
+# degrades with the lag, DG's drawdown is smaller — fail at 8 seeds (CLAIMS.md gives each cause).
+# What holds: DG's late reward at s = 16 exceeds REINFORCE's.
 #
 # Paper fidelity (the committed figure) runs all five methods at s ∈ {0, 16}, 8 seeds, 150 steps.
 # Quick fidelity runs REINFORCE, VCPO and DG at s = 16 only, 3 seeds, 100 steps (plus the
