@@ -222,7 +222,8 @@ def add_run_parser(sub) -> None:
 def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("names", nargs="*", help="figures or groups (theory, mnist, sequences, llm); all if none")
     q.add_argument("--fidelity", choices=["quick", "paper", "full"], default="quick",
-                   help="quick: minutes (the test suite's); paper: the papers' settings, ≤ 2 h on 2 cores; "
+                   help="quick: minutes (the test suite's); paper: the papers' settings (≈ 8 h on 2 cores from "
+                        "scratch, minutes from the committed per-seed data); "
                         "full: the complete grid, for a Ray cluster or a GPU")
     q.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
                    help="results folder (one parquet file per job)")

@@ -23,8 +23,8 @@ from sandbox.jobs.sweep import Job, load_results, run_sweep, unique_jobs
 # a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
 import_plugins(plugins_from_env())
 
-#: quick: the test suite's; paper: every figure at the papers' settings, pruned to ≤ 2 h on 2 cores
-#: (committed to paper_figures/ with CLAIMS.md); full: the complete grid, for a cluster or a GPU
+#: quick: the test suite's; paper: every figure at the papers' settings, pruned to about 16 h of jobs
+#: (≈ 8 h on 2 cores; committed to paper_figures/ with CLAIMS.md); full: the complete grid, for a cluster or a GPU
 FIDELITIES = ("quick", "paper", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped

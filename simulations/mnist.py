@@ -27,7 +27,7 @@ from simulations import Figure, register_figure
 FIDELITY = {
     "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False, "confirm": False,
               "delays": (0, 200), "sync_shortcut": True, "split": "test10k", "eval_size": 2000, "seed": 0},
-    # the papers' 10k steps and B = 100 at 10 seeds; pruned to ≤ 2 h with the other families: samples
+    # the papers' 10k steps and B = 100 at 10 seeds; pruned with the other families: samples
     # per image 1, 10, 100 (+ PG's exact floor), delays 0, 30, 1000 (README, "Paper fidelity")
     "paper": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 10, 100), "exact_dg": False, "confirm": True,
               "delays": (0, 30, 1000), "sync_shortcut": True, "split": "auto", "eval_size": 0, "seed": 0},
