@@ -86,8 +86,8 @@ HEADLINES = [
 #: (figure, claim-name pattern) → cause.
 #: the frictions figure's rare-discovery panel: every method solves it
 _CEILING = ("budget (a ceiling): at 600 steps every method solves the task under rare discovery (DG at 0 in 8 of 8 "
-            "seeds, PG ≤ 0.06, PMPO ≤ 0.001), so the paired differences are ≈ 0 and the exact sign-flip interval "
-            "ends at +0.0001.")
+            "seeds, PG ≤ 0.06, PMPO ≤ 0.001), so the paired differences are ≈ 0 and each exact sign-flip interval "
+            "ends just above 0 (≤ +0.0003).")
 FAIL_CAUSES: dict[tuple[str, str], str] = {
     ("reference-match", "pg-clean-matches-reference"):
         "inconclusive, not a shown difference: PG's mean reward is bimodal over seeds — 4 of 20 sandbox "
