@@ -25,15 +25,16 @@ from sandbox.runtime.config import RunConfig
 from simulations import Figure, register_figure
 
 FIDELITY = {
-    "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False, "confirm": False,
-              "delays": (0, 200), "sync_shortcut": True, "split": "test10k", "eval_size": 2000, "seed": 0},
+    "quick": {"seeds": 10, "steps": 400, "log_points": 10, "samples": (1, 10), "exact_dg": False,
+              "confirm": False, "delays": (0, 200), "sync_shortcut": True, "split": "test10k", "eval_size": 2000, "seed": 0},
     # the papers' 10k steps and B = 100 at 10 seeds; pruned with the other families: samples
     # per image 1, 10, 100 (+ PG's exact floor), delays 0, 30, 1000 (README, "Paper fidelity")
-    "paper": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 10, 100), "exact_dg": False, "confirm": True,
-              "delays": (0, 30, 1000), "sync_shortcut": True, "split": "auto", "eval_size": 0, "seed": 0},
-    "full": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 2, 5, 10, 20, 50, 100), "exact_dg": True, "confirm": True,
-             "delays": (0, 1, 3, 10, 30, 100, 300, 1000), "sync_shortcut": False, "split": "auto", "eval_size": 0,
-             "seed": 0},
+    "paper": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 10, 100), "exact_dg": False,
+              "confirm": True, "delays": (0, 30, 1000), "sync_shortcut": True, "split": "auto", "eval_size": 0,
+              "seed": 0},
+    "full": {"seeds": 10, "steps": 10_000, "log_points": 40, "samples": (1, 2, 5, 10, 20, 50, 100), "exact_dg": True,
+             "confirm": True, "delays": (0, 1, 3, 10, 30, 100, 300, 1000), "sync_shortcut": False, "split": "auto",
+             "eval_size": 0, "seed": 0},
 }
 LR, BATCH = 1e-3, 100
 #: P1's and P2's MNIST budget as a third-party summary reads it (simulations/data/PUBLISHED.md)
@@ -65,7 +66,7 @@ SYNC_IDENTICAL = ("IS-PG (exact μ)", "TIS", "PPO", "VCPO (Σπ² baseline)")
 #: computed under): the synchronous REINFORCE and DG runs are "PG" and "DG"
 SHARED = {"REINFORCE": "PG", "DG": "DG"}
 #: label suffix of the samples figure's confirmation runs, at seed + SEED_STRIDE (one base seed on)
-CONFIRM = " (seeds +1000)"
+CONFIRM = f" (seeds +{SEED_STRIDE})"
 
 
 def train_run(**params) -> pd.DataFrame:
