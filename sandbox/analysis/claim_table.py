@@ -31,6 +31,10 @@ class Claim:
     diverged: int = 0  # seeds whose metric was NaN, scored as the worst value
     side: str = ""  # 'below' | 'above': where the interval must lie relative to ``against`` ('' unknown)
     against: float = 0.0
+    test: str = ""  # how it was decided: 'difference', 'threshold', 'equivalent', 'throughout', 'measure' …
+    values: tuple = ()  # the per-seed vector the test ran on (paired a − b, the values, or a then b)
+    checks: str = ""  # what makes it evidence beyond its test (an equivalence's discrimination checks)
+    choice: str = ""  # a window, band, threshold or seed set chosen after data: when, and the seeds it is confirmed on
 
     @property
     def agreement(self) -> str:
@@ -66,7 +70,7 @@ def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:
     if state in ("missing", "corrupt"):
         return [], state, why
     try:
-        return [Claim(**c) for c in data], state, why
+        return [Claim(**{**c, "values": tuple(c.get("values", ()))}) for c in data], state, why
     except (TypeError, ValueError) as err:
         return [], "corrupt", f"not a list of claims: {err}"
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sandbox.analysis import claim_audit
 from sandbox.analysis.claim_table import KINDS, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
@@ -69,6 +70,25 @@ def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | N
     return [np.where(np.isnan(s), value[worse or side], s) for s, side in zip(samples, against)], count
 
 
+def _vector(values) -> tuple:
+    return tuple(float(v) for v in np.asarray(values, dtype=float).ravel())
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """A window, band, threshold or seed set chosen after its data had been seen (``what``), the
+    commit that fixed it and the seeds it was chosen on: such a claim is evidence only on other
+    seeds (``ClaimBook.selection`` reports the row that saw the data, ``confirmed`` asserts the other)."""
+
+    what: str
+    commit: str
+    seen_on: str
+
+    def text(self, confirmed_on: str = "") -> str:
+        return (f"{self.what}, chosen at {self.commit} after {self.seen_on} were seen"
+                + (f"; confirmed on {confirmed_on}" if confirmed_on else ""))
+
+
 class ClaimBook:
     """Collects a figure's claims; writes them to ``path`` (default ``$SANDBOX_CLAIMS``) as JSON."""
 
@@ -93,20 +113,38 @@ class ClaimBook:
             write_record(self.path, [dataclasses.asdict(c) for c in self.claims])
         return claim
 
-    def holds(self, name: str, statement: str, interval: Interval, passed: bool, detail: str = "",
+    def holds(self, name: str, statement: str, interval: Interval, passed: bool | None, detail: str = "",
               kind: str = "evidence", n: int | None = None, diverged: int = 0, side: str = "",
-              against: float = 0.0) -> Claim:
+              against: float = 0.0, test: str = "", values=(), checks: str = "") -> Claim:
         """Record a claim decided by the caller from ``interval`` (n defaults to ``interval.n``);
-        ``side`` and ``against`` say where the interval must lie ('below'/'above' the value)."""
+        ``side`` and ``against`` say where the interval must lie ('below'/'above' the value);
+        ``values`` is the per-seed vector the test ran on (the identity check compares them)."""
         return self.record(Claim(self.figure, name, statement, float(interval.estimate), float(interval.low),
-                                 float(interval.high), bool(passed), detail, kind,
-                                 int(interval.n if n is None else n), int(diverged), side, float(against)))
+                                 float(interval.high), None if passed is None else bool(passed), detail, kind,
+                                 int(interval.n if n is None else n), int(diverged), side, float(against), test,
+                                 _vector(values), checks))
 
-    def report(self, claim: Claim) -> Claim:
+    def report(self, claim: Claim, why: str = "") -> Claim:
         """Keep a measured comparison in the table without asserting it (shown as INFO): for a
         spec claim that the current fidelity cannot settle. Pass the Claim a test method returned."""
         self.claims.remove(claim)
-        return self.record(dataclasses.replace(claim, passed=None, detail=f"reported, not asserted: {claim.detail}"))
+        because = f" ({why})" if why else ""
+        return self.record(dataclasses.replace(claim, passed=None,
+                                               detail=f"reported, not asserted{because}: {claim.detail}"))
+
+    def selection(self, claim: Claim, choice: Choice) -> Claim:
+        """Report (INFO) a claim computed on the seeds whose data made ``choice``: it cannot count
+        as evidence; ``confirmed`` asserts it on other seeds."""
+        claim = self.report(claim, f"the choice of {choice.what} was made on these seeds")
+        return self._replace(claim, choice=choice.text())
+
+    def confirmed(self, claim: Claim, choice: Choice, seeds: str) -> Claim:
+        """Mark ``claim`` as the confirmation of ``choice`` on ``seeds``, never used to make it."""
+        return self._replace(claim, choice=choice.text(seeds))
+
+    def _replace(self, claim: Claim, **changes) -> Claim:
+        self.claims.remove(claim)
+        return self.record(dataclasses.replace(claim, **changes))
 
     @staticmethod
     def _diverged_note(samples: dict[str, np.ndarray], worse: str | None) -> str:
@@ -133,8 +171,9 @@ class ClaimBook:
     def _compare(self, name, statement, a, b, paired, statistic, margin, kind, worse, sign, test) -> Claim:
         iv, passed, detail, count, inputs = self._difference(a, b, paired, statistic, margin, worse, sign, test)
         self._one_row(name, kind, ("difference", sign, test, statistic, paired, *inputs))
+        a, b = inputs
         return self.holds(name, statement, iv, passed, detail, kind, iv.n, count, "below" if sign < 0 else "above",
-                          -margin if sign < 0 else margin)
+                          -margin if sign < 0 else margin, "difference", a - b if paired else np.concatenate([a, b]))
 
     def _one_row(self, name: str, kind: str, key: tuple) -> None:
         """Refuse an evidence claim that repeats the measurement of an earlier one (same inputs)."""
@@ -190,7 +229,9 @@ class ClaimBook:
         self._one_row(name, kind, ("throughout", test, statistic, paired, a, b))
         count = sum(r[3] for r in results)
         detail = f"{sum(r[1] for r in results)} of {len(columns)} columns pass; worst at {columns[worst]}: {detail}"
-        return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count, "below", 0.0)
+        scored = np.stack([np.subtract(*r[4]) if paired else np.concatenate(r[4]) for r in results], axis=1)
+        return self.holds(name, statement, iv, all(r[1] for r in results), detail, kind, iv.n, count, "below", 0.0,
+                          "throughout", scored.ravel())
 
     def below(self, name: str, statement: str, values, threshold: float, statistic: str = "mean",
               kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
@@ -222,14 +263,21 @@ class ClaimBook:
         passed = iv.high < threshold if sign < 0 else iv.low > threshold
         detail = f"{statistic} {'<' if sign < 0 else '>'} {threshold:g} over {values.size} seeds ({iv.method}){note}"
         return self.holds(name, statement, iv, passed, detail, kind, values.size, count, "below" if sign < 0 else "above",
-                          float(threshold))
+                          float(threshold), "threshold", values)
 
     def equivalent(self, name: str, statement: str, a, b, band: float, paired: bool = False, log: bool = False,
-                   alpha: float = 0.05, worse: str | None = None) -> Claim:
+                   alpha: float = 0.05, worse: str | None = None, trivial: float | None = None,
+                   margin: float | None = None, other=None, other_label: str = "the other method") -> Claim:
         """TOST: mean(a) and mean(b) are equivalent within ±``band`` — the (1 − 2α) interval of
         mean(a) − mean(b) (paired t, or Welch) lies inside (−band, band). With ``log`` the values
         are compared on the log scale and the band is a factor: the interval of the ratio of
-        geometric means lies inside (1/band, band). The band must be declared before the data."""
+        geometric means lies inside (1/band, band). The band must be declared before the data.
+
+        It is evidence only when it can tell methods apart (``claim_audit``): both samples are
+        informative — each mean's interval lies beyond ``trivial`` (chance reward, the untrained
+        error) by ``margin``, on the side away from ``worse`` — and the same test of ``a`` against
+        ``other`` (the other method's data, ``other_label``) fails. Otherwise, or without those
+        three arguments, the row is reported (INFO) with the reason."""
         check_range("band", float(band), low=1.0 if log else 0.0, low_open=True)
         check_range("alpha", float(alpha), low=0.0, high=0.5, low_open=True, high_open=True)
         a, b = _seeds("a", a), _seeds("b", b)
@@ -237,18 +285,51 @@ class ClaimBook:
         # a diverged seed scores the worst value, which can only widen the interval: against equivalence
         (a, b), count = score_diverged([a, b], ["high", "low"], worse)
         self._one_row(name, "evidence", ("equivalent", float(band), paired, log, a, b))
+        passed, iv, band_text = self._tost(a, b, band, paired, log, alpha)
+        detail = (f"TOST at α = {alpha:g}: {1 - 2 * alpha:.0%} {iv.method} interval of a − b inside {band_text}, the "
+                  f"band declared before the data; {a.size} vs {b.size} seeds{note}")
+        checks, refused = self._discrimination(a, b, band, log, alpha, worse, trivial, margin, other, other_label)
+        if refused:
+            passed, detail = None, f"not evidence ({'; '.join(refused)}): {detail}"
+        return self.holds(name, statement, iv, passed, detail, "evidence", min(a.size, b.size), count,
+                          test="equivalent", values=np.concatenate([a, b]), checks="; ".join(checks))
+
+    @staticmethod
+    def _tost(a, b, band, paired, log, alpha) -> tuple[bool, Interval, str]:
         if log:
             if (a <= 0).any() or (b <= 0).any():
                 raise ValueError("equivalent(log=True) needs positive values (a ratio band)")
             iv = equivalence_interval(np.log(a), np.log(b), paired, alpha)
             iv = dataclasses.replace(iv, estimate=math.exp(iv.estimate), low=math.exp(iv.low), high=math.exp(iv.high))
-            passed, band_text = 1 / band < iv.low and iv.high < band, f"(1/{band:g}, {band:g}) (ratio of geometric means)"
+            return bool(1 / band < iv.low and iv.high < band), iv, f"(1/{band:g}, {band:g}) (ratio of geometric means)"
+        iv = equivalence_interval(a, b, paired, alpha)
+        return bool(-band < iv.low and iv.high < band), iv, f"(−{band:g}, {band:g})"
+
+    def _discrimination(self, a, b, band, log, alpha, worse, trivial, margin, other, other_label):
+        """The equivalence's two discrimination checks: what holds (``checks``) and what does not (``refused``)."""
+        if trivial is None or margin is None or other is None:
+            return [], ["no discrimination check declared: trivial value, margin and the other method's data"]
+        check_range("margin", float(margin), low=0.0)
+        checks, refused = [], []
+        for label, x in (("a", a), ("b", b)):
+            iv = interval(x, "mean", self.confidence)
+            if worse == "low":
+                ok, where = iv.low > trivial + margin, f"above {trivial + margin:g}"
+            elif worse == "high":
+                ok, where = iv.high < trivial - margin, f"below {trivial - margin:g}"
+            else:
+                ok, where = iv.low > trivial + margin or iv.high < trivial - margin, f"outside {trivial:g} ± {margin:g}"
+            text = f"mean of {label} {iv} {'lies' if ok else 'does not lie'} {where} (trivial value {trivial:g})"
+            (checks if ok else refused).append(("informative: " if ok else "not informative: ") + text)
+        other = _seeds("other", other)
+        (other,), _ = score_diverged([other], ["low" if worse == "low" else "high"], worse)
+        apart, iv, _ = self._tost(a, other, band, False, log, alpha)
+        text = f"the same test against {other_label} gives {iv}"
+        if apart:
+            refused.append(f"cannot discriminate: {text}, inside the band")
         else:
-            iv = equivalence_interval(a, b, paired, alpha)
-            passed, band_text = -band < iv.low and iv.high < band, f"(−{band:g}, {band:g})"
-        detail = (f"TOST at α = {alpha:g}: {1 - 2 * alpha:.0%} {iv.method} interval of a − b inside {band_text}, the "
-                  f"band declared before the data; {a.size} vs {b.size} seeds{note}")
-        return self.holds(name, statement, iv, bool(passed), detail, "evidence", min(a.size, b.size), count)
+            checks.append(f"discriminates: {text}, outside the band")
+        return checks, refused
 
     def measure(self, name: str, statement: str, values, worse: str, statistic: str = "mean") -> Claim:
         """A measured quantity (e.g. DG's final error at D = 1,000) with its interval over seeds,
@@ -268,7 +349,7 @@ class ClaimBook:
             how = iv.method
         detail = f"measured, not asserted: {statistic} over {values.size} seeds ({how})"
         return self.record(Claim(self.figure, name, statement, float(iv.estimate), float(iv.low), float(iv.high),
-                                 None, detail, "evidence", values.size, count))
+                                 None, detail, "evidence", values.size, count, test="measure", values=_vector(values)))
 
     def exact(self, name: str, statement: str, value: float, passed: bool, detail: str = "exact") -> Claim:
         """A sanity check on a number computed without sampling (its interval is the point itself):
@@ -305,6 +386,9 @@ class ClaimBook:
         claim reported, e.g. a map whose cells no claim was stated for beforehand)."""
         if not self.claims:
             raise AssertionError(f"{self.figure}: no claims were recorded")
+        defects = claim_audit.audit(self.claims)
+        if defects:  # a defect of the notebook, not a result: it raises before the verdict
+            raise ValueError(f"{self.figure}: claims that are not evidence as stated:\n  " + "\n  ".join(defects))
         if require_asserted and not any(c.passed is not None for c in self.claims):
             raise AssertionError(f"{self.figure}: no claims were asserted")
         if self.failed:

@@ -3,12 +3,14 @@ built on them: each checked against a brute-force computation and under its null
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from sandbox.analysis import claim_audit
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval, smallest_p
 from sandbox.analysis.stats import median_interval
@@ -88,7 +90,9 @@ def test_equivalence_is_a_tost_with_a_declared_band():
     rng = np.random.default_rng(3)
     a, b = rng.normal(0.80, 0.05, 20), rng.normal(0.81, 0.05, 20)
     book = ClaimBook("ref")
-    assert book.equivalent("same", "sandbox ≈ reference within ±0.1", a, b, band=0.1).passed
+    pg = rng.normal(0.6, 0.05, 20)  # the other method: far from both
+    discriminating = dict(trivial=0.5, margin=0.1, other=pg, worse="low")
+    assert book.equivalent("same", "sandbox ≈ reference within ±0.1", a, b, band=0.1, **discriminating).passed
     far = book.equivalent("shifted", "a shifted copy", a + 0.15, b, band=0.1)
     assert not far.passed and "TOST" in far.detail
     # the interval is the 90% Welch interval: by hand
@@ -99,16 +103,41 @@ def test_equivalence_is_a_tost_with_a_declared_band():
     assert (iv.low, iv.high) == pytest.approx((a.mean() - b.mean() - half, a.mean() - b.mean() + half))
     # a ratio band on the log scale
     steps_a, steps_b = np.exp(rng.normal(5.3, 0.1, 10)), np.exp(rng.normal(5.3, 0.1, 10))
-    ratio = book.equivalent("ratio", "steps within ×1.5", steps_a, steps_b, band=1.5, log=True)
+    ratio = book.equivalent("ratio", "steps within ×1.5", steps_a, steps_b, band=1.5, log=True, trivial=1000.0,
+                            margin=100.0, other=steps_a * 3, worse="high")
     assert ratio.passed and 1 / 1.5 < ratio.low < ratio.estimate < ratio.high < 1.5
     # too few seeds for the band: equivalence is not shown (not "different")
-    assert not book.equivalent("noisy", "3 noisy seeds", a[:3] + rng.normal(0, 0.3, 3), b[:3], band=0.1).passed
+    assert not book.equivalent("noisy", "3 noisy seeds", a[:3] + rng.normal(0, 0.3, 3), b[:3], band=0.1,
+                               **discriminating).passed
     # a diverged seed scores the worst value and widens the interval
     nan = book.equivalent("nan", "one diverged", np.r_[a[:-1], np.nan], b, band=0.1, worse="low")
     worst = min(a[:-1].min(), b.min())
     assert nan.diverged == 1 and nan.n == 20 and nan.estimate == pytest.approx(np.r_[a[:-1], worst].mean() - b.mean())
     with pytest.raises(ValueError, match="band must"):
         book.equivalent("bad", "s", a, b, band=0.9, log=True)
+
+
+def test_an_equivalence_is_evidence_only_when_it_can_tell_methods_apart():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0.80, 0.03, 20), rng.normal(0.80, 0.03, 20)
+    book = ClaimBook("ref")
+    # without the discrimination inputs: reported, with the reason
+    bare = book.equivalent("bare", "s", a, b, band=0.1)
+    assert bare.passed is None and "no discrimination check declared" in bare.detail
+    # two curves at chance (reward 0.5) are equivalent, and a policy that never learns would pass: INFO
+    chance = book.equivalent("chance", "s", 0.5 + a - 0.8, 0.5 + b - 0.8, band=0.1, trivial=0.5, margin=0.1,
+                             other=a, worse="low")
+    assert chance.passed is None and "not informative: mean of a" in chance.detail
+    # the band is wider than the gap to the other method: it cannot tell them apart
+    near = book.equivalent("near", "s", a, b + 0.001, band=0.1, trivial=0.5, margin=0.1, other=a - 0.05, worse="low")
+    assert near.passed is None and "cannot discriminate" in near.detail
+    good = book.equivalent("good", "s", a, b - 0.001, band=0.1, trivial=0.5, margin=0.1, other=a - 0.25, worse="low")
+    assert good.passed and good.checks.count("informative:") == 2 and "discriminates:" in good.checks
+    assert good.test == "equivalent" and len(good.values) == 40
+    assert not claim_audit.discrimination_violations(book.claims)
+    # a hand-made asserted equivalence without its checks is a violation of the audit
+    forged = dataclasses.replace(good, checks="")
+    assert "without its discrimination checks" in claim_audit.discrimination_violations([forged])[0]
 
 
 def test_median_interval_is_exact_for_any_continuous_distribution():

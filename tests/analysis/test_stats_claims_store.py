@@ -54,11 +54,17 @@ def test_claims_pass_and_fail(tmp_path):
     path = tmp_path / "claims.json"
     book = ClaimBook("fig", path=path)
     rng = np.random.default_rng(0)
-    lo, hi = rng.normal(0, 1, 50), rng.normal(1, 1, 50)
+    def draw():  # every claim its own measurement (one measurement is one row: claim_audit)
+        return rng.normal(0, 1, 50), rng.normal(1, 1, 50)
+
+    lo, hi = draw()
     assert book.less("lower", "lo < hi", lo, hi).passed
+    lo, hi = draw()
     assert not book.less("not-lower", "hi < lo", hi, lo).passed
+    lo, hi = draw()
     assert book.greater("greater", "hi > lo", hi, lo).passed
     assert book.below("below", "mean < 2", lo, 2.0).passed
+    lo, hi = draw()
     assert not book.above("above", "mean > 2", lo, 2.0).passed
     assert book.close("close", "≈", [1.0, 1.0 + 1e-10], 1.0, tol=1e-9).passed
     assert not book.exact("exact", "false", 3.0, False).passed
