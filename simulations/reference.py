@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from sandbox.frictions.panels import panel_settings
+from sandbox.jobs.seeds import offset_seeds
 from simulations import ROOT, Figure, Plan, register_figure
 from simulations.sequences import FIDELITY, run_jobs
 
@@ -37,6 +38,8 @@ DATA = ROOT / "simulations" / "data"
 #: the reference code's clean curves (1,000 steps) and its friction curves (600 steps)
 REFERENCE_DATA = DATA / "egg_reversal_h10.csv"
 REFERENCE_FRICTIONS = DATA / "egg_reversal_frictions.csv"
+#: the reference's clean curves on seeds never used to set the clean band (``CONFIRM_REFERENCE_SEEDS``)
+REFERENCE_CONFIRM = DATA / "egg_reversal_h10_confirm.csv"
 #: reference loss name → our method label (its "reinforce" is PPO with clip 10⁹: our PG)
 REFERENCE_METHODS = {"dg": "DG", "reinforce": "PG"}
 #: configuration → the sandbox's friction settings (the same strengths as the reference driver's)
@@ -50,6 +53,18 @@ CONFIGS = {
 }
 #: the equivalence band on the mean learner reward, and its window of steps (declared beforehand)
 BAND, WINDOW = 0.1, (10, 600)
+#: the clean panel's band was set (0d5a2a4) after the clean data had been analysed: it is re-declared
+#: here, unchanged, and confirmed on seeds never used to set it — the sandbox's at base seed 1 (seeds
+#: 1000–1019, ``SEED_STRIDE``), the reference's DG seeds 10–19 and PG ('reinforce') seeds 20–39
+#: (``REFERENCE_CONFIRM``, made after this declaration was committed)
+CLEAN_CHOICE = ("the ±0.1 band of the clean panel", "0d5a2a4",
+                "the clean curves (sandbox seeds 0–19, reference seeds 0–19)")
+CONFIRM_REFERENCE_SEEDS = {"DG": tuple(range(10, 20)), "PG": tuple(range(20, 40))}
+#: discrimination (``sandbox.analysis.claim_audit``), declared with the confirmation: a mean learner
+#: reward is informative when its interval lies more than one band above chance (V = 2, reward =
+#: fraction of positions correct: 0.5), and the same TOST against the other method's reference data
+#: must fail — a policy that never learns, or a band wider than the DG–PG gap, shows nothing
+CHANCE_REWARD, INFORMATIVE_MARGIN = 0.5, BAND
 #: the reference's learner reward is the mean of one fresh 10 × 10 batch; the sandbox evaluates
 #: 100 × 10 answers (the same expectation, less noise) on a logarithmic schedule of 60 points
 MATCH_REWARD = 0.95
@@ -86,10 +101,14 @@ def reference_curves(path: str | Path = REFERENCE_DATA) -> pd.DataFrame:
 
 
 def all_reference_curves() -> pd.DataFrame:
-    """The clean and the friction curves of the reference, one frame (the friction file may be absent)."""
-    frames = [reference_curves(REFERENCE_DATA)]
+    """The clean and the friction curves of the reference, one frame, with a ``seed_set`` column:
+    'original', or 'confirmation' for the clean curves on seeds never used to set the clean band
+    (the friction and confirmation files may be absent)."""
+    frames = [reference_curves(REFERENCE_DATA).assign(seed_set="original")]
     if REFERENCE_FRICTIONS.is_file():
-        frames.append(reference_curves(REFERENCE_FRICTIONS))
+        frames.append(reference_curves(REFERENCE_FRICTIONS).assign(seed_set="original"))
+    if REFERENCE_CONFIRM.is_file():
+        frames.append(reference_curves(REFERENCE_CONFIRM).assign(seed_set="confirmation"))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -130,10 +149,17 @@ def match_plan(fidelity: str) -> Plan:
     method: DG and PG (quick: DG, clean only), the fidelity's seeds per method."""
     f = FIDELITY[fidelity]
     seeds = f.get("match_seeds_by_method", {})
-    return [({"config": config}, run_jobs(fidelity, m, H=10, steps=f["match_steps"][config],
-                                          settings=config_settings(config), seeds=seeds.get(m, f["match_seeds"]),
-                                          log_points=f["match_log_points"]))
+
+    def jobs(config: str, m: str) -> list:
+        return run_jobs(fidelity, m, H=10, steps=f["match_steps"][config], settings=config_settings(config),
+                        seeds=seeds.get(m, f["match_seeds"]), log_points=f["match_log_points"])
+
+    plan = [({"config": config, "seed_set": "original"}, jobs(config, m))
             for config in f["match_configs"] for m in f["match_methods"]]
+    if f.get("match_confirm"):  # the clean band's confirmation: the same runs one base seed on
+        plan += [({"config": "clean", "seed_set": "confirmation"}, offset_seeds(jobs("clean", m), 1))
+                 for m in f["match_methods"]]
+    return plan
 
 
 def map_settings(p_bug: float, penalty: float) -> dict:
@@ -159,6 +185,6 @@ register_figure(Figure("reference-match", "sequences",
 register_figure(Figure("actor-bug-map", "sequences", "DG vs PG over landmine rate × landmine penalty",
                        None, "notebooks/actor_bug_map.py", plan=map_plan))
 
-__all__ = ["BAND", "CONFIGS", "MAP_PENALTY", "MAP_P_BUG", "MATCH_REWARD", "REFERENCE_DATA", "REFERENCE_FRICTIONS",
+__all__ = ["BAND", "CHANCE_REWARD", "CLEAN_CHOICE", "CONFIGS", "CONFIRM_REFERENCE_SEEDS", "INFORMATIVE_MARGIN", "MAP_PENALTY", "MAP_P_BUG", "MATCH_REWARD", "REFERENCE_CONFIRM", "REFERENCE_DATA", "REFERENCE_FRICTIONS",
            "REFERENCE_METHODS", "WINDOW", "all_reference_curves", "config_settings", "map_plan", "map_settings",
            "match_plan", "mean_reward", "reference_curves", "steps_to_reward"]

@@ -100,7 +100,7 @@ FIDELITY = {
         "match_configs": ("clean", "actor-bug", "reward-corruption", "rare-discovery", "staleness-16", "all-four"),
         "match_steps": {"clean": 1000, "actor-bug": 600, "reward-corruption": 600, "rare-discovery": 600,
                         "staleness-16": 600, "all-four": 600},
-        "match_log_points": 60,
+        "match_log_points": 60, "match_confirm": True,
         "map_H": 10, "map_p_bug": (0.03, 0.1, 0.3), "map_penalty": (0.0, -0.5, -1.0), "map_steps": 600, "map_seeds": 8,
     },
 }
