@@ -103,7 +103,9 @@ save(fig, "mnist-staleness", note=data_note(runs, fidelity) + f", delays {delays
 # ## Claims
 #
 # Paired over seeds (every method starts from the same weights per seed). "REINFORCE fails": its
-# final error at the largest delay is above 0.5 (chance is 0.9) and above its own synchronous error.
+# final error at the largest delay is above 0.5 (chance is 0.9) — one row. That it also ends above
+# its own synchronous error is the same measurement (REINFORCE's D = 0 error is nearly constant over
+# seeds, so the paired difference follows the D = 1000 values): reported, not counted again.
 
 # %%
 dg, is_pg, pg = final_errors("DG", D_large), final_errors("IS-PG (exact μ)", D_large), final_errors("REINFORCE", D_large)
@@ -112,8 +114,9 @@ book.less("dg-beats-is-pg-large-delay",
           test="sign-flip", worse="high")
 book.above("reinforce-fails", f"at D = {D_large}, REINFORCE's final error is above 0.5", pg, 0.5, test="sign-flip",
            worse="high")
-book.greater("reinforce-worse-than-sync", f"REINFORCE at D = {D_large} ends above REINFORCE at D = 0 (paired)",
-             pg, final_errors("REINFORCE", 0), test="sign-flip", worse="high")
+book.report(book.greater("reinforce-worse-than-sync", f"REINFORCE at D = {D_large} ends above REINFORCE at D = 0 (paired)",
+                         pg, final_errors("REINFORCE", 0), test="sign-flip", worse="high"),
+            "the measurement of reinforce-fails, again")
 for m in ("DG", "IS-PG (exact μ)", "REINFORCE"):  # the numbers P2 reports at D = 1,000 (README)
     book.measure(f"error-at-D{D_large}-{m.split()[0].lower()}", f"{m}'s final error at D = {D_large}, step {final} "
                  "(median over seeds)",

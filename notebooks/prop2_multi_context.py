@@ -24,20 +24,23 @@
 # %%
 import numpy as np
 
-from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.claims import Choice, ClaimBook
 from sandbox.analysis.plotting import band, color, plt, save_figure, use_style
 from simulations import fidelity_from_env, results
+from simulations.bandit_theory import PROP2_WINDOW
 
 fidelity = fidelity_from_env()
 frame = results("prop2-multi-context")
 book = ClaimBook("prop2-multi-context")
 use_style()
-runs = frame[frame.label.isin(["PG", "DG", "CE"])]
+every = frame[frame.label.isin(["PG", "DG", "CE"])]
+runs = every[every.seed_set == "original"]
 weights = frame[frame.label == "weights"].dropna(axis=1, how="all")
 
 
-def curves(label, column):
-    sub = runs[runs.label == label].pivot(index="member", columns="step", values=column)
+def curves(label, column, source=None):
+    source = runs if source is None else source
+    sub = source[source.label == label].pivot(index="member", columns="step", values=column)
     return sub.columns.to_numpy(), sub.to_numpy()
 
 
@@ -68,9 +71,12 @@ save_figure(fig, "prop2-multi-context", note=f"fidelity={fidelity}, {runs.member
 #
 # PG is steepest ascent on J itself, so it leads at first: DG passes PG after a few dozen steps
 # and CE passes DG after about 250 (at α = 0.1). The ordering CE < DG < PG is therefore asserted at
-# *every* logged step of a window fixed in advance — the last 40% of the budget — with a paired
-# t-interval per step; the step from which the mean ordering holds to the end (the crossing) is
-# reported beside it. The weight formula is an identity of DG's definition: a sanity check.
+# *every* logged step of a late window — the last 40% of the budget — with a paired t-interval per
+# step; the step from which the mean ordering holds to the end (the crossing) is reported beside it.
+# That window was fixed (ec1ec0c) after the crossing had been seen on these runs, so on them the
+# ordering is reported, and it is asserted on the same runs one base seed on (the population of seed 1000),
+# never used to choose it (paper and full fidelity). The weight formula is an identity of DG's
+# definition, and the same-parameter alignment a consequence of Prop. 2 computed exactly: sanity.
 
 # %%
 book.close("dg-weight-formula", "DG's exact per-context update equals (1/N)·p/(1 + p^{1/η})·(e_y − π) for η ∈ {½, 1, 2} (rel. 1e-12)",
@@ -82,14 +88,33 @@ book.exact("dg-closer-to-ce-every-step",
            gap.min(), bool(gap.min() > 0))
 final = int(runs.step.max())
 start = int(0.6 * final)
-steps, err = {}, {}
-for k in ("PG", "DG", "CE"):
-    steps[k], err[k] = curves(k, "error")
-window = steps["PG"] >= start
-book.less_throughout("ce-below-dg-window", f"CE's error is below DG's at every logged step {start}–{final} (paired over seeds)",
-                     err["CE"][:, window], err["DG"][:, window], steps["PG"][window], worse="high")
-book.less_throughout("dg-below-pg-window", f"DG's error is below PG's at every logged step {start}–{final} (paired over seeds)",
-                     err["DG"][:, window], err["PG"][:, window], steps["PG"][window], worse="high")
+choice = Choice(*PROP2_WINDOW)
+
+
+def ordering(source, suffix="", seeds=""):
+    """The two window claims on ``source``'s runs; ``seeds`` names them in the statement."""
+    steps, err = {}, {}
+    for k in ("PG", "DG", "CE"):
+        steps[k], err[k] = curves(k, "error", source)
+    window = steps["PG"] >= start
+    on = f" ({seeds})" if seeds else ""
+    return steps, err, [
+        book.less_throughout(f"ce-below-dg-window{suffix}", f"CE's error is below DG's at every logged step {start}–{final}"
+                             f"{on} (paired over seeds)", err["CE"][:, window], err["DG"][:, window],
+                             steps["PG"][window], worse="high"),
+        book.less_throughout(f"dg-below-pg-window{suffix}", f"DG's error is below PG's at every logged step {start}–{final}"
+                             f"{on} (paired over seeds)", err["DG"][:, window], err["PG"][:, window],
+                             steps["PG"][window], worse="high")]
+
+
+steps, err, seen = ordering(runs)
+confirmation = every[every.seed_set == "confirmation"]
+if len(confirmation):
+    for claim in seen:
+        book.selection(claim, choice)
+    seeds = f"base seed 1: {confirmation.member.nunique()} seeds of the population drawn from seed {int(confirmation.seed.min())}"
+    for claim in ordering(confirmation, "-confirmed", seeds)[2]:
+        book.confirmed(claim, choice, seeds)
 mean = {k: np.nanmean(v, axis=0) for k, v in err.items()}
 ordered = (mean["CE"] < mean["DG"]) & (mean["DG"] < mean["PG"])
 crossing = next((int(s) for j, s in enumerate(steps["PG"]) if ordered[j:].all()), None)

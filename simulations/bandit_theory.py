@@ -20,13 +20,14 @@ from sandbox.envs.bandits import exact_pg
 from sandbox.estimators import Estimator, PGTerms, make_estimator
 from sandbox.estimators.delight import ProbabilityGate  # noqa: F401  (re-exported; registered by the library)
 from sandbox.frictions import FrictionStack, make_friction
+from sandbox.jobs.seeds import offset_seeds
 from sandbox.jobs.sweep import Job
 from sandbox.objectives import expected_update
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.learner import learner_terms
 from sandbox.tasks.bandits import Bandit
-from simulations import Figure, register_figure
+from simulations import Figure, Plan, register_figure
 
 DTYPE = torch.float64
 
@@ -64,6 +65,12 @@ FIDELITY = {
              "deltas": tuple(np.geomspace(0.3, 1e-5, 12).round(8))},
 }
 FIDELITY["paper"] = FIDELITY["full"]  # the papers' settings already fit the paper tier (~2 min): the same jobs
+#: fidelities whose post-hoc windows (prop2's last 40%, async-signatures' steps 100–300, both fixed
+#: after their runs had been seen) are confirmed on the same runs one base seed on (``confirmed``)
+CONFIRM = ("paper", "full")
+#: the windows chosen after their data, the commits that fixed them and the seeds they were seen on
+PROP2_WINDOW = ("the window of the last 40% of the budget", "ec1ec0c", "seeds 0–99")
+ASYNC_WINDOW = ("the window of steps 100–300", "808521c", "seeds 0–29")
 
 
 # ----------------------------------------------------------------------------- gate
@@ -279,6 +286,13 @@ def _jobs(fn: str, label: str, **params) -> Job:
     return Job(f"simulations.bandit_theory:{fn}", params, label)
 
 
+def confirmed(jobs: list[Job], fidelity: str) -> Plan:
+    """The figure's jobs tagged ``seed_set`` 'original' and, where the fidelity confirms its
+    post-hoc window (``CONFIRM``), the same jobs one base seed on, tagged 'confirmation'."""
+    plan: Plan = [({"seed_set": "original"}, jobs)]
+    return plan + ([({"seed_set": "confirmation"}, offset_seeds(jobs, 1))] if fidelity in CONFIRM else [])
+
+
 register_figure(Figure("gate", "theory", "Effective weight w·A of PG, DG, PPO and PMPO",
                        lambda fid: [_jobs("gate_table", "gate")], "notebooks/gate.py"))
 register_figure(Figure(
@@ -288,8 +302,9 @@ register_figure(Figure(
     "notebooks/prop1_single_context.py"))
 register_figure(Figure(
     "prop2-multi-context", "theory", "Prop. 2: exact gradients on the multi-context bandit",
-    lambda fid: [Job.training(c) for c in prop2_runs(fid)] + [_jobs("prop2_weights", "weights")],
-    "notebooks/prop2_multi_context.py"))
+    None, "notebooks/prop2_multi_context.py",
+    plan=lambda fid: confirmed([Job.training(c) for c in prop2_runs(fid)], fid)
+    + [({"seed_set": "original"}, [_jobs("prop2_weights", "weights")])]))
 register_figure(Figure(
     "contamination", "theory", "Contaminated batches: perpendicular moments and finite-batch cosines",
     lambda fid: [_jobs("contamination_moments", "moments", deltas=list(FIDELITY[fid]["deltas"])),
@@ -298,7 +313,7 @@ register_figure(Figure(
     "notebooks/contamination.py"))
 register_figure(Figure(
     "async-signatures", "theory", "Staleness signatures: consecutive-gradient cosine and ESS/B",
-    lambda fid: [Job.training(c) for c in async_runs(fid)], "notebooks/async_signatures.py"))
+    None, "notebooks/async_signatures.py", plan=lambda fid: confirmed([Job.training(c) for c in async_runs(fid)], fid)))
 
 
 __all__ = ["ProbabilityGate", "contamination_cosine", "contamination_moments", "gate_table",

@@ -24,6 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from sandbox.analysis.claim_audit import same_vectors
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.stats import t_interval
 from sandbox.core.validation import check_choice
@@ -120,13 +121,15 @@ ASSERTED = {
 ASSERTED["paper"] = ASSERTED["full"]
 
 
-def _groups(values: dict[str, tuple[np.ndarray, ...]]) -> list[list[str]]:
-    """Methods grouped by identical per-seed values, NaN (diverged) included (one measurement, one
-    claim), in table order."""
+def _groups(values: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
+    """Methods grouped by one measurement (one claim), in table order: their paired differences
+    a − b are identical, NaN (diverged) included, or one measurement by ``claim_audit.same_vectors``
+    (on-policy, TIS, DPPO and VESPO are REINFORCE to within rounding)."""
     groups: list[list[str]] = []
-    for m, v in values.items():
-        same = next((g for g in groups if all(np.array_equal(x, y, equal_nan=True) for x, y in zip(values[g[0]], v))),
-                    None)
+    for m, (a, b) in values.items():
+        d = a - b
+        same = next((g for g in groups if np.array_equal(values[g[0]][0] - values[g[0]][1], d, equal_nan=True)
+                     or same_vectors(values[g[0]][0] - values[g[0]][1], d)), None)
         (same.append(m) if same is not None else groups.append([m]))
     return groups
 
@@ -184,7 +187,7 @@ def _claims_at(book: ClaimBook, frame: pd.DataFrame, fidelity: str, suffix: str)
         ends = {m: (final_errors(frame, fidelity, panel, m, top), final_errors(frame, fidelity, panel, m, min(strengths)))
                 for m in METHODS}
         for group in _groups(ends):
-            who = " = ".join(group) + (" (identical runs)" if len(group) > 1 else "")
+            who = " = ".join(group) + (" (one measurement: their ratios are 1 on-policy)" if len(group) > 1 else "")
             compare(group, f"{SLUGS[panel]}-raises-error-{{m}}", f"{panel} at {PANELS[panel]} = {top}: {who}'s "
                     "final error rises", *ends[group[0]])
         worst = {m: [np.nan_to_num(x, nan=1.0) for x in pair] for m, pair in ends.items()}  # diverged: error 1

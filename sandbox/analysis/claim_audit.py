@@ -16,6 +16,8 @@
   appear as an asserted confirmation row.
 * **Identities**: ``identities`` lists, per figure, the claims that an identity or a theorem implies
   (claim-name patterns); such a row must be a sanity check, never evidence.
+* **Contradictions**: a reported row that tests a paper's statement (``published``) and whose
+  interval contradicts it must be asserted — a FAIL, counted, with its cause — not left in INFO.
 
 ``audit`` returns one line per violation; ``sandbox reproduce`` prints them and a test enforces that
 the committed paper-tier table has none.
@@ -44,10 +46,11 @@ def asserted_evidence(claims: Iterable[Claim]) -> list[Claim]:
     return [c for c in claims if c.kind == "evidence" and c.passed is not None]
 
 
-def same_measurement(a: Claim, b: Claim) -> str:
-    """Why rows ``a`` and ``b`` are one measurement ('' if they are not): their per-seed vectors agree
-    within ``IDENTITY_RTOL`` of their scale, or correlate with |r| ≥ ``IDENTITY_CORR``."""
-    x, y = np.asarray(a.values, dtype=float), np.asarray(b.values, dtype=float)
+def same_vectors(x, y) -> str:
+    """Why per-seed vectors ``x`` and ``y`` are one measurement ('' if they are not): they agree
+    within ``IDENTITY_RTOL`` of their scale, or correlate with |r| ≥ ``IDENTITY_CORR`` (from
+    ``IDENTITY_MIN_N`` seeds on). Constant vectors, and vectors with a NaN, identify nothing."""
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
     if x.size < 2 or x.shape != y.shape or not (np.isfinite(x).all() and np.isfinite(y).all()):
         return ""
     if np.ptp(x) == 0 or np.ptp(y) == 0:  # a constant vector identifies nothing
@@ -61,6 +64,12 @@ def same_measurement(a: Claim, b: Claim) -> str:
         if abs(r) >= IDENTITY_CORR:
             return f"their {x.size} per-seed values correlate at r = {r:.5f}"
     return ""
+
+
+def same_measurement(a: Claim, b: Claim) -> str:
+    """Why rows ``a`` and ``b`` are one measurement ('' if they are not): ``same_vectors`` of the
+    per-seed vectors their tests ran on."""
+    return same_vectors(a.values, b.values)
 
 
 def identity_violations(claims: Iterable[Claim]) -> list[str]:
@@ -104,14 +113,29 @@ def identity_label_violations(claims: Iterable[Claim], identities: Mapping[str, 
             if c.kind == "evidence" and any(fnmatchcase(c.name, p) for p in (identities or {}).get(c.figure, ()))]
 
 
+def contradiction_violations(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | None = None) -> list[str]:
+    """Reported rows that state a paper's claim (``published``: (figure, claim-name pattern) → the
+    paper's statement) whose interval lies entirely on the other side: a result that contradicts a
+    paper is an asserted FAIL, never INFO — unless the row repeats an asserted row's measurement."""
+    claims = list(claims)
+    asserted = asserted_evidence(claims)
+    return [f"{c.figure}/{c.name}: reported, but its interval contradicts the paper's statement it tests: assert it"
+            for c in claims
+            if c.kind == "evidence" and c.passed is None and c.agreement == "contradicts"
+            and any(f == c.figure and fnmatchcase(c.name, p) for f, p in (published or {}))
+            and not any(same_measurement(c, a) for a in asserted)]
+
+
 def audit(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None = None,
-          identities: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+          identities: Mapping[str, Iterable[str]] | None = None,
+          published: Mapping[tuple[str, str], str] | None = None) -> list[str]:
     """Every violation of the module's rules in ``claims`` (one line each; empty when they hold)."""
     claims = list(claims)
     return (identity_violations(claims) + discrimination_violations(claims)
-            + confirmation_violations(claims, posthoc) + identity_label_violations(claims, identities))
+            + confirmation_violations(claims, posthoc) + identity_label_violations(claims, identities)
+            + contradiction_violations(claims, published))
 
 
 __all__ = ["DISCRIMINATION_CHECKS", "IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL", "asserted_evidence",
-           "audit", "confirmation_violations", "discrimination_violations", "identity_label_violations",
-           "identity_violations", "same_measurement"]
+           "audit", "confirmation_violations", "contradiction_violations", "discrimination_violations", "identity_label_violations",
+           "identity_violations", "same_measurement", "same_vectors"]

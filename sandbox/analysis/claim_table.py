@@ -8,6 +8,8 @@ import os
 import textwrap
 from dataclasses import dataclass
 
+import numpy as np
+
 from sandbox.core.validation import check_range
 from sandbox.jobs.store import read_record
 
@@ -60,6 +62,26 @@ class Claim:
         if not self.passed:
             return "FAIL"
         return "CHECK" if self.kind == "sanity" else "PASS"
+
+
+def vector(values) -> tuple:
+    """Per-seed values as a flat tuple of floats (what a ``Claim`` stores)."""
+    return tuple(float(v) for v in np.asarray(values, dtype=float).ravel())
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A window, band, threshold or seed set chosen after its data had been seen (``what``), the
+    commit that fixed it and the seeds it was chosen on: such a claim is evidence only on other
+    seeds (``ClaimBook.selection`` reports the row that saw the data, ``confirmed`` asserts the other)."""
+
+    what: str
+    commit: str
+    seen_on: str
+
+    def text(self, confirmed_on: str = "") -> str:
+        return (f"{self.what}, chosen at {self.commit} after {self.seen_on} were seen"
+                + (f"; confirmed on {confirmed_on}" if confirmed_on else ""))
 
 
 def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:

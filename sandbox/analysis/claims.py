@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from sandbox.analysis import claim_audit
-from sandbox.analysis.claim_table import KINDS, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
+from sandbox.analysis.claim_table import KINDS, Choice, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
+from sandbox.analysis.claim_table import vector as _vector
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
 from sandbox.core.validation import check_choice, check_range
@@ -68,25 +69,6 @@ def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | N
         return samples, count
     value = {"high": pool.max(), "low": pool.min()}
     return [np.where(np.isnan(s), value[worse or side], s) for s, side in zip(samples, against)], count
-
-
-def _vector(values) -> tuple:
-    return tuple(float(v) for v in np.asarray(values, dtype=float).ravel())
-
-
-@dataclasses.dataclass(frozen=True)
-class Choice:
-    """A window, band, threshold or seed set chosen after its data had been seen (``what``), the
-    commit that fixed it and the seeds it was chosen on: such a claim is evidence only on other
-    seeds (``ClaimBook.selection`` reports the row that saw the data, ``confirmed`` asserts the other)."""
-
-    what: str
-    commit: str
-    seen_on: str
-
-    def text(self, confirmed_on: str = "") -> str:
-        return (f"{self.what}, chosen at {self.commit} after {self.seen_on} were seen"
-                + (f"; confirmed on {confirmed_on}" if confirmed_on else ""))
 
 
 class ClaimBook:
@@ -267,11 +249,14 @@ class ClaimBook:
 
     def equivalent(self, name: str, statement: str, a, b, band: float, paired: bool = False, log: bool = False,
                    alpha: float = 0.05, worse: str | None = None, trivial: float | None = None,
-                   margin: float | None = None, other=None, other_label: str = "the other method") -> Claim:
+                   margin: float | None = None, other=None, other_label: str = "the other method",
+                   test: str = "t") -> Claim:
         """TOST: mean(a) and mean(b) are equivalent within ±``band`` — the (1 − 2α) interval of
         mean(a) − mean(b) (paired t, or Welch) lies inside (−band, band). With ``log`` the values
         are compared on the log scale and the band is a factor: the interval of the ratio of
         geometric means lies inside (1/band, band). The band must be declared before the data.
+        ``test='sign-flip'`` (paired only) uses the exact (1 − 2α) sign-flip interval of a − b, for
+        bimodal or censored metrics.
 
         It is evidence only when it can tell methods apart (``claim_audit``): both samples are
         informative — each mean's interval lies beyond ``trivial`` (chance reward, the untrained
@@ -280,32 +265,36 @@ class ClaimBook:
         three arguments, the row is reported (INFO) with the reason."""
         check_range("band", float(band), low=1.0 if log else 0.0, low_open=True)
         check_range("alpha", float(alpha), low=0.0, high=0.5, low_open=True, high_open=True)
+        check_choice("test", test, TESTS)
+        if test == "sign-flip" and (not paired or log):
+            raise ValueError("test='sign-flip' compares paired seeds on the raw scale: use paired=True, log=False")
         a, b = _seeds("a", a), _seeds("b", b)
         note = self._diverged_note({"a": a, "b": b}, worse)
         # a diverged seed scores the worst value, which can only widen the interval: against equivalence
         (a, b), count = score_diverged([a, b], ["high", "low"], worse)
         self._one_row(name, "evidence", ("equivalent", float(band), paired, log, a, b))
-        passed, iv, band_text = self._tost(a, b, band, paired, log, alpha)
+        passed, iv, band_text = self._tost(a, b, band, paired, log, alpha, test)
         detail = (f"TOST at α = {alpha:g}: {1 - 2 * alpha:.0%} {iv.method} interval of a − b inside {band_text}, the "
                   f"band declared before the data; {a.size} vs {b.size} seeds{note}")
-        checks, refused = self._discrimination(a, b, band, log, alpha, worse, trivial, margin, other, other_label)
+        checks, refused = self._discrimination(a, b, band, paired, log, alpha, worse, trivial, margin, other,
+                                               other_label, test)
         if refused:
             passed, detail = None, f"not evidence ({'; '.join(refused)}): {detail}"
         return self.holds(name, statement, iv, passed, detail, "evidence", min(a.size, b.size), count,
                           test="equivalent", values=np.concatenate([a, b]), checks="; ".join(checks))
 
     @staticmethod
-    def _tost(a, b, band, paired, log, alpha) -> tuple[bool, Interval, str]:
+    def _tost(a, b, band, paired, log, alpha, test="t") -> tuple[bool, Interval, str]:
         if log:
             if (a <= 0).any() or (b <= 0).any():
                 raise ValueError("equivalent(log=True) needs positive values (a ratio band)")
             iv = equivalence_interval(np.log(a), np.log(b), paired, alpha)
             iv = dataclasses.replace(iv, estimate=math.exp(iv.estimate), low=math.exp(iv.low), high=math.exp(iv.high))
             return bool(1 / band < iv.low and iv.high < band), iv, f"(1/{band:g}, {band:g}) (ratio of geometric means)"
-        iv = equivalence_interval(a, b, paired, alpha)
+        iv = sign_flip_interval(a - b, 1 - 2 * alpha) if test == "sign-flip" else equivalence_interval(a, b, paired, alpha)
         return bool(-band < iv.low and iv.high < band), iv, f"(−{band:g}, {band:g})"
 
-    def _discrimination(self, a, b, band, log, alpha, worse, trivial, margin, other, other_label):
+    def _discrimination(self, a, b, band, paired, log, alpha, worse, trivial, margin, other, other_label, test):
         """The equivalence's two discrimination checks: what holds (``checks``) and what does not (``refused``)."""
         if trivial is None or margin is None or other is None:
             return [], ["no discrimination check declared: trivial value, margin and the other method's data"]
@@ -323,7 +312,8 @@ class ClaimBook:
             (checks if ok else refused).append(("informative: " if ok else "not informative: ") + text)
         other = _seeds("other", other)
         (other,), _ = score_diverged([other], ["low" if worse == "low" else "high"], worse)
-        apart, iv, _ = self._tost(a, other, band, False, log, alpha)
+        same_seeds = paired and other.shape == a.shape  # the other method on the same seeds: paired too
+        apart, iv, _ = self._tost(a, other, band, same_seeds, log, alpha, test if same_seeds else "t")
         text = f"the same test against {other_label} gives {iv}"
         if apart:
             refused.append(f"cannot discriminate: {text}, inside the band")

@@ -81,3 +81,19 @@ def test_an_identity_consequence_must_be_a_sanity_check():
     assert "implied by an identity or a theorem" in claim_audit.audit([ess], identities=identities)[0]
     sane = dataclasses.replace(ess, kind="sanity")
     assert claim_audit.audit([sane], identities=identities) == []
+
+
+def test_a_reported_row_that_contradicts_a_paper_must_be_asserted():
+    rng = np.random.default_rng(5)
+    book = ClaimBook("async-signatures")
+    worse = book.report(book.less("gac-restores-learning", "with GAC the error is lower", rng.normal(0.5, 0.01, 30),
+                                  rng.normal(0.4, 0.01, 30)))
+    assert worse.agreement == "contradicts"
+    published = {("async-signatures", "*restores*"): "GAC (Abstract): matches synchronized baselines"}
+    assert "contradicts the paper's statement" in claim_audit.audit([worse], published=published)[0]
+    assert claim_audit.audit([worse]) == []  # no paper states it: a reported measurement may stay reported
+    asserted = dataclasses.replace(worse, passed=False)
+    assert claim_audit.audit([asserted], published=published) == []
+    # the same measurement asserted elsewhere (another figure's row on the same runs) exempts it
+    twin = dataclasses.replace(asserted, figure="frictions", name="twin")
+    assert claim_audit.contradiction_violations([worse, twin], published) == []

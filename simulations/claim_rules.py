@@ -1,0 +1,70 @@
+"""What the paper tier's claims must pass beyond their own tests (``sandbox.analysis.claim_audit``):
+the post-hoc choices each figure confirms on other seeds, the identities and theorems whose
+consequences are sanity checks, and the thresholds of the papers' headline statements as written.
+
+Everything here was committed before the claims it judges were computed (``git log`` shows it);
+``tests/test_committed_claims.py`` enforces the rules on the committed ``paper_figures/claims.json``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulations.bandit_theory import ASYNC_WINDOW, PROP2_WINDOW
+from simulations.reference import CLEAN_CHOICE
+
+#: (figure, claim-name pattern) → the choice made after its data: each must have an asserted row
+#: confirmed on seeds never used to make it (the row on the seeds that made it is reported)
+POSTHOC = {
+    ("prop2-multi-context", "*-window*"): PROP2_WINDOW[0],
+    ("async-signatures", "*-cos-*"): ASYNC_WINDOW[0],
+    ("mnist-samples-per-image", "dg1-below-pg-floor*"): "asserting the claim again after the 10,000-step runs",
+    ("reference-match", "*-clean-matches-reference*"): CLEAN_CHOICE[0],
+}
+
+#: figure → [(claim-name pattern, the identity or theorem that implies it)]: such rows are sanity
+#: checks — they cannot come out otherwise unless the code is wrong — never evidence
+IDENTITIES = {
+    "gate": [("*", "closed forms of the estimators' weights")],
+    "prop1-single-context": [("parallel", "Prop. 1: DG's expected gradient is parallel to PG's"),
+                             ("perp-ratio-*", "Prop. 1: DG's perpendicular moment is w₋² times PG's"),
+                             ("dg-lower-*", "Prop. 1's consequences, re-measured by Monte Carlo")],
+    "prop2-multi-context": [("dg-weight-formula", "the definition of DG's exact update"),
+                            ("dg-closer-to-ce-every-step", "Prop. 2, computed exactly at the same parameters")],
+    "contamination": [("*", "the exact perpendicular moments and gate weights, and their Monte Carlo cosines")],
+    "async-signatures": [("sync-ess-is-one", "on-policy ratios are 1"),
+                         ("stale-ess-drops", "ESS/B ≤ 1 by Cauchy–Schwarz, = 1 in sync"),
+                         ("gac-restores-update-cosine", "GAC projects out the very cosine"),
+                         ("gac-update-cosine-sync-level", "GAC projects out the very cosine"),
+                         ("ess-step-shrinks", "the ESS-scaled step is √(ESS/B) ≤ 1")],
+    "kondo": [("backward-rows-within-kept-rows", "screening skips the backward pass of unkept rows"),
+              ("screened-flops-*", "the FLOP count of a screened update")],
+    "llm-staleness": [("staleness-0-equals-sync", "D = 0 is the synchronous run"),
+                      ("bounded-respects-budget", "the bounded mode's own bound")],
+    "frictions-2026": [("sanity-*", "on-policy ratios are 1; the drop rule's own count")],
+}
+
+#: P2 (v1 abstract): "DG achieves roughly 10× lower error" under each friction alone. As written:
+#: per seed log(error_baseline / error_DG) (errors floored at 1e-4, the evaluation's resolution),
+#: its mean asserted above log √10 — "roughly 10×" read as within half an order of magnitude of 10
+#: or more; a ratio whose interval stays below √10 ≈ 3.2 does not show it
+TEN_X_LOG_THRESHOLD = math.log(math.sqrt(10.0))
+#: P2 (v1 abstract): "its compute advantage is order-of-magnitude and grows with task complexity"
+#: under all four frictions. As written: per seed and H, the steps to reach the "solved" error
+#: (a seed that never gets there counts as the budget: censored, hence the exact sign-flip test);
+#: the compute advantage is steps_baseline / steps_DG; "grows" is a per-seed least-squares slope of
+#: its log on log H above 0; "order-of-magnitude" its mean log at the largest H above log √10
+COMPUTE_LOG_THRESHOLD = TEN_X_LOG_THRESHOLD
+#: GAC (abstract): "matches synchronized baselines even at high staleness". As written: GAC at the
+#: largest staleness of a figure against GAC synchronous (D = 0), paired, TOST within ± the band.
+#: The band is the figure's resolution for "the same result": 0.1 in per-position error on token
+#: reversal (reference-match's band, a third of the DG–PG gap), 0.01 in MNIST test error (one
+#: percentage point). Discrimination: informative below the untrained error (reversal 0.5, MNIST's
+#: chance 0.9) by 0.1, and the same test against the stale baseline without GAC (PG on reversal,
+#: REINFORCE on MNIST) must fail
+GAC_BAND = {"frictions": 0.1, "mnist-staleness": 0.01}
+UNTRAINED_ERROR = {"frictions": 0.5, "mnist-staleness": 0.9}
+INFORMATIVE_MARGIN = 0.1
+
+__all__ = ["COMPUTE_LOG_THRESHOLD", "GAC_BAND", "IDENTITIES", "INFORMATIVE_MARGIN", "POSTHOC", "TEN_X_LOG_THRESHOLD",
+           "UNTRAINED_ERROR"]
