@@ -30,12 +30,14 @@
 # (it suppresses rare failures *of the learner's own* — the injected answer is rare under π) and
 # PG's ratio treat differently.
 #
-# **What is reported.** Per cell, the final error of each method (mean of the last three logged
+# **What is asserted.** Per cell, the final error of each method (mean of the last three logged
 # evaluations) and DG − PG with the exact sign-flip interval (a stuck seed makes the final error
-# bimodal, so no t-interval). The map is descriptive: every cell is reported (INFO), none is
-# asserted, because no claim about where DG's advantage holds was stated before the data. (At paper
-# fidelity a cell without a penalty at p_bug = 0.1 or 0.3 is the very run of the frictions figure
-# and of reference-match's actor-bug panel: one job, one number.)
+# bimodal, so no t-interval). Every cell tests the paper's own statement, made before any of these
+# data — DG is more robust than PG to actor bugs — so every cell is asserted as "DG's final error is
+# below PG's" (paper and full fidelity), and a cell where the data contradict it is a FAIL, counted.
+# Not asserted: a collapsed cell (see below), and a cell without a penalty at p_bug = 0.1 or 0.3,
+# which is the very run of the frictions figure (and of reference-match's actor-bug panel): one
+# job, one measurement, asserted there and reported here. At quick fidelity every cell is reported.
 #
 # The landmine is the constant all-zeros answer, as in the reference: for the one prompt in 2^H whose
 # reversal is all zeros it is the right answer, and a penalty then punishes a correct answer. At
@@ -74,9 +76,11 @@ def cell(method, p, m):
 
 
 # %% [markdown]
-# ## Claims (reported per cell)
+# ## Claims (one per cell)
 
 # %%
+settle = book.report if fidelity == "quick" else (lambda claim: claim)
+shared = set(FIDELITY[fidelity]["strengths"]["actor bug"][1:])  # p_bug of the frictions figure's own runs
 rows = []
 for p in P:
     for m in M:
@@ -88,8 +92,10 @@ for p in P:
                                            error, False, "identical per-seed final errors: no difference to test"))
             verdict, diff = "collapsed (identical)", (0.0, 0.0, 0.0)
         else:
-            claim = book.report(book.less(f"dg-below-pg-p{p:g}-m{m:g}", f"p_bug = {p:g}, penalty {m:g}: DG's final "
-                                          "error is below PG's (paired)", dg, pg, test="sign-flip", worse="high"))
+            claim = book.less(f"dg-below-pg-p{p:g}-m{m:g}", f"p_bug = {p:g}, penalty {m:g}: DG's final "
+                              "error is below PG's (paired)", dg, pg, test="sign-flip", worse="high")
+            claim = book.report(claim, "the frictions figure's measurement, asserted there") if m == 0 and p in shared \
+                else settle(claim)
             verdict = "DG lower" if claim.high < 0 else ("PG lower" if claim.low > 0 else "not separated")
             diff = (claim.estimate, claim.low, claim.high)
         rows.append({"p_bug": p, "penalty": m, "DG": np.nanmean(dg), "PG": np.nanmean(pg),
@@ -132,4 +138,4 @@ save_figure(fig, "actor-bug-map", note=f"fidelity={fidelity}, H = {f['map_H']}, 
             f"{budget_note('actor-bug-map', f['map_steps'], seeds)}",
             bands="verdicts: exact sign-flip 95% intervals of the paired difference")
 print(book.table())
-book.check(require_asserted=False)  # descriptive: every cell is reported
+book.check(require_asserted=fidelity != "quick")  # quick: every cell is reported

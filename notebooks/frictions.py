@@ -51,6 +51,7 @@ import pandas as pd
 
 from sandbox.analysis.claims import ClaimBook
 from sandbox.analysis.plotting import color, plt, save_figure, use_style
+from simulations import claim_rules as rules
 from simulations import fidelity_from_env, results
 from simulations.reference import all_reference_curves
 from simulations.sequences import FIDELITY, PANELS, budget_note, final
@@ -98,9 +99,13 @@ save_figure(fig, "frictions", note=f"fidelity={fidelity}, H = {f['H']}, "
 # %% [markdown]
 # ## Claims
 # "Averaged over the frictions": per seed, the mean final error over the four panels at their
-# largest strength. "By a large factor": the paired mean of log(error_baseline / error_DG) exceeds
-# log 2 (errors floored at 10⁻⁴, the evaluation's resolution; on the log scale a ratio of
-# errors is symmetric, which a mean of raw ratios is not).
+# largest strength. P2's "roughly 10× lower error" as written (`simulations.claim_rules`): per seed
+# log(error_baseline / error_DG), errors floored at 10⁻⁴ (the evaluation's resolution; on the log
+# scale a ratio of errors is symmetric, which a mean of raw ratios is not), its mean above log √10
+# — per friction at its largest strength, and averaged over the frictions.
+# GAC's "matches synchronized baselines even at high staleness": GAC at D = 16 against GAC
+# synchronous, paired, an exact sign-flip TOST within ±0.1 (the metric is bimodal), evidence only
+# if both are informative and the same test against PG at D = 16 fails.
 
 # %%
 top = {p: max(s) for p, s in f["strengths"].items()}
@@ -112,10 +117,31 @@ for m in base_methods:
     settle(book.less(f"dg-below-{m.lower()}-averaged", f"averaged over the four frictions at their largest "
                      f"strength, DG's final error is lower than {m}'s", per_seed["DG"], per_seed[m], test=paired,
                      worse="high"))
-    if fidelity != "quick":
-        log_ratio = np.log(np.maximum(per_seed[m], 1e-4)) - np.log(np.maximum(per_seed["DG"], 1e-4))
-        book.above(f"dg-large-factor-{m.lower()}", f"averaged over the frictions, {m}'s error is over twice DG's "
-                   "(mean log ratio above log 2)", log_ratio, float(np.log(2)), test=paired, worse="low")
+
+
+def log_ratio(baseline, dg):
+    return np.log(np.maximum(baseline, 1e-4)) - np.log(np.maximum(dg, 1e-4))
+
+
+for m in base_methods:  # P2's "roughly 10× lower error", per friction and averaged
+    if m == "DG":
+        continue
+    settle(book.above(f"dg-ten-x-{m.lower()}-averaged", f"averaged over the frictions, {m}'s error is roughly 10× DG's "
+                      "(mean log ratio above log √10)", log_ratio(per_seed[m], per_seed["DG"]), rules.TEN_X_LOG_THRESHOLD,
+                      test=paired, worse="low"))
+    for panel in f["strengths"]:
+        settle(book.above(f"dg-ten-x-{m.lower()}-{panel.replace(' ', '-')}", f"{panel} at {top[panel]}: {m}'s error "
+                          "is roughly 10× DG's (mean log ratio above log √10)",
+                          log_ratio(final_errors(panel, m, top[panel]), final_errors(panel, "DG", top[panel])),
+                          rules.TEN_X_LOG_THRESHOLD, test=paired, worse="low"))
+if "GAC" in f["friction_extra"].get("staleness", ()):  # GAC's "matches synchronized baselines"
+    D = top["staleness"]
+    settle(book.equivalent("gac-matches-sync-at-high-staleness", f"GAC at D = {D} ends within ±{rules.GAC_BAND['frictions']} "
+                           "of GAC synchronous (paired, exact sign-flip TOST)", final_errors("staleness", "GAC", D),
+                           final_errors("staleness", "GAC", 0), band=rules.GAC_BAND["frictions"], paired=True,
+                           test=paired if paired == "sign-flip" else "t", worse="high",
+                           trivial=rules.UNTRAINED_ERROR["frictions"], margin=rules.INFORMATIVE_MARGIN,
+                           other=final_errors("staleness", "PG", D), other_label=f"PG at D = {D}"))
 rows = []
 for panel, strengths in f["strengths"].items():
     for m in base_methods + list(f["friction_extra"].get(panel, ())):
@@ -139,7 +165,8 @@ print(pd.DataFrame(rows).round(3).to_string(index=False))
 # %% [markdown]
 # **The reference code on the actor-bug panel.** The paper's claim (DG more robust than PG to an
 # actor bug) is measured on the reference code itself at p_bug = 0.1, its friction-free learner
-# reward at step 600 (committed reference data, independent seeds: Welch).
+# reward at step 600 (committed reference data, independent seeds: Welch). It is asserted: where the
+# paper's own code contradicts the paper's statement, that is a FAIL with its cause, not a footnote.
 
 # %%
 if fidelity != "quick":
@@ -147,8 +174,8 @@ if fidelity != "quick":
     ref = ref[(ref.config == "actor-bug") & (ref.step == 600)]
     if not ref.empty:
         err = {m: 1 - ref[ref.method == m].sort_values("seed").clean_learner_reward.to_numpy() for m in ("DG", "PG")}
-        book.report(book.less("reference-dg-below-pg-actor-bug-0.1", "the reference code (egg), actor bug 0.1: DG's "
-                              "error at step 600 is lower than PG's", err["DG"], err["PG"], paired=False, worse="high"))
+        book.less("reference-dg-below-pg-actor-bug-0.1", "the reference code (egg), actor bug 0.1: DG's "
+                  "error at step 600 is lower than PG's", err["DG"], err["PG"], paired=False, worse="high")
 print({p: PANELS[p] for p in PANELS})
 print(book.table())
 book.check()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sandbox.analysis.stability import carried_to_budget
 from sandbox.core.validation import check_choice
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
@@ -127,7 +128,7 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
     if not report.ok:
         raise RuntimeError(f"{len(report.failed)} job(s) of {name} failed:\n" + "\n".join(report.failed.values()))
-    frame = load_results(jobs, store)
+    frame = carried_to_budget(load_results(jobs, store))  # a seed whose job stopped at divergence counts to the end
     if figure.plan is None:
         return frame
     return tagged(frame, [(tags, offset_seeds(js, base)) for tags, js in figure.plan(fidelity)])

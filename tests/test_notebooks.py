@@ -24,8 +24,9 @@ CONFIG_FIELDS = {f.name for f in dataclasses.fields(RunConfig)}
 def plant_diverged_seed(store: ResultsStore, jobs) -> int:
     """In every training job's result, make the first seed (the smallest seed, member 0) diverge
     after its first logged step, as the loop logs a diverged member: its metrics NaN, ``diverged``
-    True. Per-seed jobs get one diverged seed per configuration, batched ones one member each.
-    Returns how many jobs were changed."""
+    True — and stop there, as a job whose every member diverged stops early (the shape of a
+    paper-tier per-seed job): its rows after that step are removed. Per-seed jobs get one diverged
+    seed per configuration, batched ones one member each. Returns how many jobs were changed."""
     frames = {j.id: store.read(j.id) for j in jobs}
     training = {k: f for k, f in frames.items() if {"member", "diverged", "step"} <= set(f.columns)}
     if not training:
@@ -41,6 +42,8 @@ def plant_diverged_seed(store: ResultsStore, jobs) -> int:
             continue
         frame.loc[rows, metrics] = np.nan
         frame.loc[rows, "diverged"] = True
+        stop = np.sort(frame.loc[rows, "step"].unique())[0]  # the step it diverged at: nothing logged after it
+        frame = frame[~(rows & (frame["step"] > stop))].reset_index(drop=True)
         store.write(job_id, frame, store.metadata(job_id))
         changed += 1
     return changed

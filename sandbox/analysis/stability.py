@@ -64,3 +64,30 @@ def stability(frame: pd.DataFrame, metric: str, higher_is_better: bool = True,
 
 
 __all__ = ["COLUMNS", "drawdown", "seed_mean", "stability"]
+
+
+def carried_to_budget(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every seed to the end of its run's budget: a member whose last logged row is diverged and that
+    stops before the run's last logged step — a job whose every member diverged stops early, so its
+    seeds have no row at the later steps — gets a row at each later step of the run's log schedule
+    (``log_schedule(steps, log_points)``), a copy of its last row with the metrics that row holds as
+    NaN kept NaN (``diverged`` True). ``final``, paired claims and curves then count it at its worst
+    value instead of dropping it (n = 7, "0 diverged") or failing to pair it. Frames without the
+    run's ``steps`` and ``log_points`` (closed forms, exact tables) are returned as they are."""
+    from sandbox.runtime.loop import log_schedule
+
+    needed = {"run_id", "member", "step", "diverged", "steps", "log_points"}
+    if frame.empty or not needed <= set(frame.columns):
+        return frame
+    carried = []
+    for _, run in frame.groupby(["run_id", "member"], sort=False):
+        last = run.loc[run["step"].idxmax()]
+        if not bool(last["diverged"]):
+            continue
+        later = [s for s in log_schedule(int(last["steps"]), int(last["log_points"])) if s > last["step"]]
+        if later:
+            rows = pd.DataFrame([last] * len(later)).assign(step=later)
+            carried.append(rows.astype(frame.dtypes.to_dict(), errors="ignore"))
+    if not carried:
+        return frame
+    return pd.concat([frame, *carried], ignore_index=True).sort_values(["run_id", "step", "member"], ignore_index=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -47,3 +48,32 @@ def test_a_diverged_seed_stays_nan_where_a_claim_would_read_it():
     assert math.isnan(drawdown([0.1, 0.7, float("nan")]))
     means = seed_mean(frame, "reward", ["seed"])
     assert math.isnan(means.loc[0]) and means.loc[1] == pytest.approx(0.5)
+
+
+def test_a_seed_whose_job_stopped_at_divergence_is_carried_to_the_budget():
+    from sandbox.analysis.stability import carried_to_budget, seed_mean
+    from sandbox.runtime.loop import log_schedule
+
+    schedule = log_schedule(100, 8)
+    rows = []
+    for member in range(3):
+        for step in schedule:
+            stopped = member == 1 and step > schedule[3]  # member 1 diverged at schedule[3]; its job stopped
+            if stopped:
+                break
+            nan = member == 1 and step == schedule[3]
+            rows.append({"run_id": "r", "member": member, "step": step, "diverged": nan, "steps": 100,
+                         "log_points": 8, "error": np.nan if nan else 0.5 - step / 1000, "H": 10})
+    frame = pd.DataFrame(rows)
+    last = frame[frame.step == frame.step.max()]
+    assert sorted(last.member) == [0, 2]  # without carrying, the diverged seed has no final value: dropped
+    carried = carried_to_budget(frame)
+    final = seed_mean(carried[carried.step == 100], "error", ["member"])
+    assert list(final.index) == [0, 1, 2] and np.isnan(final[1]) and final[0] == pytest.approx(0.4)
+    tail = carried[(carried.member == 1) & (carried.step > schedule[3])]
+    assert list(tail.step) == schedule[4:] and tail.diverged.all() and (tail.H == 10).all()
+    assert carried.dtypes.to_dict() == frame.dtypes.to_dict()
+    # nothing to carry: a frame without the run's budget, or no diverged member, is returned as is
+    assert carried_to_budget(frame.drop(columns="log_points")) is not None
+    healthy = frame[frame.member != 1]
+    assert carried_to_budget(healthy).equals(healthy)
