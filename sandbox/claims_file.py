@@ -47,11 +47,13 @@ def _hours(seconds: float) -> str:
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
                     command: str = "", workers: int = 1, base_seed: int = 0,
                     last_run: tuple[int, float] | None = None, headlines: str = "",
-                    causes: dict | None = None, data_dir: str | Path | None = None) -> str:
+                    causes: dict | None = None, data_dir: str | Path | None = None,
+                    audit: list[str] | None = None) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
-    ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md)."""
+    ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md); ``audit``
+    the violations of ``sandbox.analysis.claim_audit``'s rules over every figure's claims."""
     results_dir = Path(results_dir)
     published, causes = published or {}, causes or {}
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
@@ -81,8 +83,9 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
             cause = (_published(causes, figure.name, c.name) or NO_CAUSE) if c.verdict == "FAIL" else ""
+            test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "")
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
-                              f"{_cell(c.detail)} | **{c.verdict}** | {_cell(cause)} | "
+                              f"{_cell(test)} | **{c.verdict}** | {_cell(cause)} | "
                               f"{_cell(_published(published, figure.name, c.name))} |")
     total_jobs = sum(job_time.values())
     wall = (total_jobs / max(workers, 1) + total_notebooks)
@@ -114,7 +117,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             "(reference behaviour, budget, or genuine). The published column is the paper's own number or "
             "statement where it gives one.", "",
             "| figure | claim | kind | value [interval] | seeds | test | verdict | why it fails | published |",
-            "|---|---|---|---|---|---|---|---|---|", *claim_rows, ""]
+            "|---|---|---|---|---|---|---|---|---|", *claim_rows, "",
+            *(_audit_section(audit) if audit is not None else [])]
     return "\n".join(head)
 
 
@@ -123,3 +127,44 @@ def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(claims_markdown(figures, fidelity, results_dir, **kwargs))
     return path
+
+
+def _audit_section(audit: list[str]) -> list[str]:
+    return ["## What makes a row evidence", "",
+            "Beyond its own test, every asserted evidence row passes `sandbox.analysis.claim_audit`: an equivalence "
+            "discriminates (both curves informative, the same test against the other method fails); no two rows "
+            "are one measurement (per-seed agreement or |r| ≥ 0.999); a window, band, threshold or seed set "
+            "chosen after its data is asserted only on seeds never used to choose it (the choice's commit and "
+            "those seeds are in the row); a consequence of an identity or a theorem is a sanity check; a "
+            "reported row that contradicts a paper's statement is asserted instead. "
+            f"Violations in this file: **{len(audit)}**.", "",
+            *[f"- {line}" for line in audit], ""]
+
+
+#: the machine-readable twin of CLAIMS.md: every claim of every figure, with its per-seed vector
+CLAIMS_JSON = "claims.json"
+
+
+def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str | Path,
+                      base_seed: int = 0) -> list:
+    """Write every figure's claims (``Claim`` fields, per-seed vectors included) to ``path`` as
+    plain JSON, one entry per claim, in figure order; a figure with no claims in ``results_dir``
+    (not run into this results folder) keeps the entries ``path`` already holds. Returns the claims."""
+    import dataclasses
+    import json
+
+    from sandbox.analysis.claim_table import Claim, read_claims
+
+    path = Path(path)
+    previous: dict[str, list] = {}
+    if path.is_file():
+        for entry in json.loads(path.read_text()):
+            previous.setdefault(entry["figure"], []).append(entry)
+    entries = []
+    for figure in figures:
+        claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
+        fresh = claims and state not in ("missing", "corrupt")
+        entries += [dataclasses.asdict(c) for c in claims] if fresh else previous.get(figure.name, [])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entries, indent=0, ensure_ascii=False) + "\n")
+    return [Claim(**{**e, "values": tuple(e.get("values", ()))}) for e in entries]

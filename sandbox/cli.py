@@ -162,7 +162,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         _stop_ray(started)
     print(summary(outcomes))
     print(f"figures: {figures}/")
-    return 0 if all(o.ok for o in outcomes) else 1
+    if not all(o.made for o in outcomes):  # a figure that could not be made is an error of the run
+        return 1
+    return 1 if args.strict and not all(o.ok for o in outcomes) else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -251,6 +253,8 @@ def add_reproduce_parser(sub) -> None:
                    help="output folder (default: $SANDBOX_FIGURES, else figures/quick at quick fidelity and "
                         "figures/full at full — git-ignored — and paper_figures, with CLAIMS.md, at paper fidelity)")
     p.add_argument("--rerun", action="store_true", help="execute notebooks even when their inputs did not change")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a claim FAILs too (default: 0 when every figure was made — a FAIL is a result)")
     p.add_argument("--base-seed", type=int_at_least(0), default=0,
                    help="offset of every job's seed (K moves seeds by K·1000: an independent replication)")
     p.set_defaults(func=cmd_reproduce, interrupted=RESUME)

@@ -33,11 +33,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sandbox.analysis import figure_data
+from sandbox.analysis import claim_audit, figure_data
 from sandbox.analysis.claim_table import format_claims, read_claims
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.analysis.provenance import git_commit
-from sandbox.claims_file import write_claims_file
+from sandbox.claims_file import CLAIMS_JSON, write_claims_file, write_claims_json
 from sandbox.core.plugins import entry_points_of
 from sandbox.jobs.costs import announce
 from sandbox.jobs.seeds import offset_seeds
@@ -65,10 +65,16 @@ class FigureOutcome:
     record: dict = field(default_factory=dict)  # what its execution recorded (times, note, commit)
 
     @property
+    def made(self) -> bool:
+        """The figure ran to its verdict: no error and at least one claim recorded (a FAIL is a
+        result, not an error)."""
+        return self.error is None and bool(self.claims)
+
+    @property
     def ok(self) -> bool:
-        """No error, at least one claim recorded, and no asserted claim failed (a figure whose claims
-        a fidelity cannot settle may record them all as reported)."""
-        return self.error is None and bool(self.claims) and all(c.passed is not False for c in self.claims)
+        """Made, and no asserted claim failed (a figure whose claims a fidelity cannot settle may
+        record them all as reported)."""
+        return self.made and all(c.passed is not False for c in self.claims)
 
     @property
     def reported_only(self) -> bool:
@@ -210,6 +216,12 @@ def _cached(record: Path, key: str, claims_path: Path, figures_dir: Path) -> lis
     return files if saved.get("key") == key and files and all(p.is_file() for p in files) else None
 
 
+def _claims_failed(err: BaseException) -> bool:
+    """Whether a notebook stopped at ``ClaimBook.check``'s verdict (an AssertionError, raised in the
+    kernel or here) rather than at a defect — a crash, or claims that are not evidence as stated."""
+    return isinstance(err, AssertionError) or getattr(err, "ename", None) == "AssertionError"
+
+
 def figures():
     """The figure registry (``select(names)``, ``FIDELITIES``; optionally ``published``,
     ``headlines``, ``fail_causes``): the module named by the one ``sandbox.figures`` entry point
@@ -276,7 +288,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                 try:
                     execute_notebook(source, output, env, progress=progress)
                 except Exception as err:  # a failed claim is a result to record; a crash is not
-                    if not any(c.passed is False for c in load_claims(claims_path)):
+                    if not (_claims_failed(err) and any(c.passed is False for c in load_claims(claims_path))):
                         raise
                     claims_failed = err
                 written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
@@ -289,8 +301,6 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                     "claims_failed": claims_failed is not None})
                 if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
                     figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
-                if claims_failed is not None:
-                    raise claims_failed
             outcome.cached = cached is not None
             outcome.record = read_record(record)[0]
         except Exception as err:  # report and go on to the next figure
@@ -301,8 +311,14 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         outcome.seconds = time.perf_counter() - start
         outcomes.append(outcome)
     if fidelity in CLAIMS_FILE_FIDELITIES:
-        write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir,
-                          published=registry.published() if hasattr(registry, "published") else None,
+        published = registry.published() if hasattr(registry, "published") else None
+        every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed)
+        audit = claim_audit.audit(every, published=published,
+                                  **(registry.claim_rules() if hasattr(registry, "claim_rules") else {}))
+        for line in audit:
+            log.warning("claims audit: %s", line)
+        write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir, audit=audit,
+                          published=published,
                           headlines=registry.headlines(results_dir, fidelity) if hasattr(registry, "headlines") else "",
                           causes=registry.fail_causes() if hasattr(registry, "fail_causes") else None,
                           data_dir=figures_dir / "data",
@@ -319,16 +335,24 @@ def reproduce_command(fidelity: str, workers: int | None, base_seed: int) -> str
 
 
 def summary(outcomes: list[FigureOutcome], width: int = 120) -> str:
+    """The claim table, one line per figure (ok, FAIL with how many claims, or ERROR when it could not
+    be made) and a closing line of counts."""
     lines = [format_claims([c for o in outcomes for c in o.claims]), ""]
     for o in outcomes:
-        status = (("ok (reported only)" if o.reported_only else "ok") + (" (cached)" if o.cached else "")) if o.ok \
-            else ("ERROR " + o.error if o.error else "claims failed")
+        failed = sum(c.passed is False for c in o.claims)
+        status = ("ERROR " + o.error) if not o.made else (f"FAIL ({failed} claim{'s' if failed != 1 else ''})" if failed
+                                                           else "ok (reported only)" if o.reported_only else "ok")
+        status += " (cached)" if o.made and o.cached else ""
         files = ", ".join(p.name for p in o.files) or "no figure written"
         lines.append(textwrap.fill(f"{o.name:<24} {o.seconds:6.1f}s  {status:<12} {files}", width,
                                    subsequent_indent=" " * 34, break_on_hyphens=False))
-    asserted = [c for o in outcomes for c in o.claims if c.passed is not None]
-    reported = sum(c.passed is None for o in outcomes for c in o.claims)
-    lines.append(f"\n{sum(c.passed for c in asserted)}/{len(asserted)} claims passed"
-                 f"{f' ({reported} more reported, not asserted)' if reported else ''}; "
-                 f"{sum(o.ok for o in outcomes)}/{len(outcomes)} figures ok")
+    claims = [c for o in outcomes for c in o.claims]
+    count = {(kind, verdict): sum(c.kind == kind and c.verdict == verdict for c in claims)
+             for kind in ("evidence", "sanity") for verdict in ("PASS", "CHECK", "FAIL", "INFO")}
+    errors = sum(not o.made for o in outcomes)
+    lines.append(f"\nevidence: {count['evidence', 'PASS']} PASS, {count['evidence', 'FAIL']} FAIL, "
+                 f"{count['evidence', 'INFO']} INFO; sanity: {count['sanity', 'CHECK']} CHECK, "
+                 f"{count['sanity', 'FAIL']} FAIL; {len(outcomes) - errors}/{len(outcomes)} figures made"
+                 + (f", {errors} could not be made (ERROR)" if errors else "")
+                 + " — a FAIL is a verdict on the claim, not an error of the run")
     return "\n".join(lines)

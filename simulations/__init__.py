@@ -141,6 +141,14 @@ def published() -> dict[tuple[str, str], str]:
     return statements()
 
 
+def claim_rules() -> dict:
+    """What the committed claims must pass beyond their tests (``sandbox.analysis.claim_audit``): the
+    post-hoc choices confirmed on other seeds and the identities whose consequences are sanity."""
+    from simulations.claim_rules import IDENTITIES, POSTHOC
+
+    return {"posthoc": POSTHOC, "identities": {figure: [p for p, _ in rows] for figure, rows in IDENTITIES.items()}}
+
+
 def fail_causes() -> dict[tuple[str, str], str]:
     """Why a committed paper-tier claim fails, {(figure, claim-name pattern): sentence} (CLAIMS.md)."""
     from simulations.paper_statements import fail_causes as causes

@@ -181,7 +181,8 @@ def test_a_figure_whose_claims_fail_is_listed_in_claims_md_with_its_fail_and_exe
 
     monkeypatch.setattr(rep, "execute_notebook", notebook_with_a_failing_claim)
     (first,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
-    assert not first.ok and first.error.startswith("AssertionError:   dg-below-pg")
+    assert first.made and not first.ok and first.error is None  # a FAIL is a verdict, not an error
+    assert "FAIL (1 claim)" in rep.summary([first]) and "1/1 figures made" in rep.summary([first])
     claims_md = (tmp_path / "f" / "CLAIMS.md").read_text()
     assert "**Evidence:** 0 PASS, 1 FAIL, 0 INFO" in claims_md
     assert any(line.startswith("| `gate` | DG's error is below PG's |") and "**FAIL**" in line
@@ -196,4 +197,26 @@ def test_a_figure_whose_claims_fail_is_listed_in_claims_md_with_its_fail_and_exe
     record = tmp_path / "r" / "notebooks" / "gate.paper.json"
     record.unlink()
     (third,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
-    assert not third.ok and not record.exists()  # a crash records nothing: "not run yet" in CLAIMS.md
+    assert not third.made and not record.exists()  # a crash records nothing: "not run yet" in CLAIMS.md
+    assert "ERROR RuntimeError: a bug in the notebook" in rep.summary([third])
+
+
+def test_reproduce_exits_0_with_fails_1_with_strict_and_1_when_a_figure_cannot_be_made(tmp_path, monkeypatch, capsys):
+    from sandbox.analysis.claims import ClaimBook
+    from sandbox.cli import main
+
+    def failing(source, output, env, progress=True):
+        book = ClaimBook("gate", env["SANDBOX_CLAIMS"])
+        book.less("dg-below-pg", "DG's error is below PG's", [0.5, 0.6, 0.7], [0.1, 0.2, 0.1])
+        Path(env["SANDBOX_FIGURES"]).mkdir(parents=True, exist_ok=True)
+        (Path(env["SANDBOX_FIGURES"]) / "gate.png").write_bytes(b"png")
+        book.check()
+
+    monkeypatch.setattr(rep, "execute_notebook", failing)
+    args = ["reproduce", "gate", "--results", str(tmp_path / "r"), "--figures", str(tmp_path / "f"), "--workers", "1"]
+    assert main(args) == 0  # every figure was made: a FAIL is a verdict, printed as one
+    out = capsys.readouterr().out
+    assert "FAIL (1 claim)" in out and "evidence: 0 PASS, 1 FAIL" in out and "ERROR" not in out
+    assert main([*args, "--strict"]) == 1
+    monkeypatch.setattr(rep, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    assert main(args) == 1 and "ERROR RuntimeError: a bug" in capsys.readouterr().out

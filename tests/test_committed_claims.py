@@ -1,0 +1,56 @@
+"""The committed paper-tier claims pass the rules that make a row evidence (sandbox.analysis.claim_audit):
+discrimination, one measurement per row, confirmation of every post-hoc choice, identities as
+sanity, no contradiction left in INFO — and CLAIMS.md shows exactly the rows of claims.json."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import pytest
+
+import simulations
+from sandbox.analysis import claim_audit
+from sandbox.analysis.claim_table import Claim
+from sandbox.claims_file import _cell
+from simulations import claim_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "paper_figures"
+
+
+@pytest.fixture(scope="module")
+def committed() -> list[Claim]:
+    simulations.load_families()
+    entries = json.loads((FIGURES / "claims.json").read_text())
+    return [Claim(**{**e, "values": tuple(e["values"])}) for e in entries]
+
+
+def test_every_committed_evidence_row_passes_the_audit(committed):
+    violations = claim_audit.audit(committed, published=simulations.published(), **simulations.claim_rules())
+    assert violations == [], "\n".join(violations)
+
+
+def test_every_asserted_evidence_row_carries_its_per_seed_vector(committed):
+    bare = [f"{c.figure}/{c.name}" for c in claim_audit.asserted_evidence(committed) if c.n and not c.values]
+    assert bare == []  # without it the identity check could not see a repeated measurement
+
+
+def test_claims_md_shows_the_rows_of_claims_json(committed):
+    rows = Counter()
+    for line in (FIGURES / "CLAIMS.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split(" | ")]
+        if line.startswith("| `") and len(cells) >= 9 and cells[2] in ("evidence", "sanity"):
+            rows[(cells[0].strip("| `"), cells[1], cells[2], cells[6].strip("*"))] += 1
+    assert rows == Counter((c.figure, _cell(c.statement), c.kind, c.verdict) for c in committed)
+
+
+def test_the_rules_name_figures_and_claims_that_exist(committed):
+    names = {(c.figure, c.name) for c in committed}
+    for figure, pattern in claim_rules.POSTHOC:
+        assert any(f == figure and fnmatchcase(n, pattern) for f, n in names), (figure, pattern)
+    for figure, rows in claim_rules.IDENTITIES.items():
+        for pattern, _ in rows:
+            assert any(f == figure and fnmatchcase(n, pattern) for f, n in names), (figure, pattern)
