@@ -314,7 +314,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         published = registry.published() if hasattr(registry, "published") else None
         every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed)
         audit = claim_audit.audit(every, published=published,
-                                  **(registry.claim_rules() if hasattr(registry, "claim_rules") else {}))
+                                  **(registry.audit_rules() if hasattr(registry, "audit_rules") else {}))
         for line in audit:
             log.warning("claims audit: %s", line)
         write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir, audit=audit,

@@ -141,7 +141,7 @@ def published() -> dict[tuple[str, str], str]:
     return statements()
 
 
-def claim_rules() -> dict:
+def audit_rules() -> dict:
     """What the committed claims must pass beyond their tests (``sandbox.analysis.claim_audit``): the
     post-hoc choices confirmed on other seeds and the identities whose consequences are sanity."""
     from simulations.claim_rules import IDENTITIES, POSTHOC

@@ -125,11 +125,14 @@ def _groups(values: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[list[str]]
     """Methods grouped by one measurement (one claim), in table order: their paired differences
     a − b are identical, NaN (diverged) included, or one measurement by ``claim_audit.same_vectors``
     (on-policy, TIS, DPPO and VESPO are REINFORCE to within rounding)."""
+    def one(x: np.ndarray, y: np.ndarray) -> bool:  # NaN (diverged) at the same seeds, the rest one measurement
+        nan = np.isnan(x)
+        return np.array_equal(x, y, equal_nan=True) or (np.array_equal(nan, np.isnan(y))
+                                                         and bool(same_vectors(x[~nan], y[~nan])))
+
     groups: list[list[str]] = []
     for m, (a, b) in values.items():
-        d = a - b
-        same = next((g for g in groups if np.array_equal(values[g[0]][0] - values[g[0]][1], d, equal_nan=True)
-                     or same_vectors(values[g[0]][0] - values[g[0]][1], d)), None)
+        same = next((g for g in groups if one(values[g[0]][0] - values[g[0]][1], a - b)), None)
         (same.append(m) if same is not None else groups.append([m]))
     return groups
 

@@ -29,7 +29,7 @@ def committed() -> list[Claim]:
 
 
 def test_every_committed_evidence_row_passes_the_audit(committed):
-    violations = claim_audit.audit(committed, published=simulations.published(), **simulations.claim_rules())
+    violations = claim_audit.audit(committed, published=simulations.published(), **simulations.audit_rules())
     assert violations == [], "\n".join(violations)
 
 
