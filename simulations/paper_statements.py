@@ -189,15 +189,19 @@ def headline_markdown(results_dir: str | Path, fidelity: str) -> str:
     table = pd.read_csv(DATA)
     rows = ["| paper | quantity | method | published | third-party reading (unverified) | sandbox, 95% interval "
             "(seeds) | why they may differ |", "|---|---|---|---|---|---|---|"]
-    for figure, pattern, row, reading, why in HEADLINES:
+    for row in dict.fromkeys(entry[2] for entry in HEADLINES):  # one line per published row, in order
         entry = table.loc[row]
         said = "not in the text available offline" if entry["kind"] == "not-stated" else entry["value"]
-        path = Path(results_dir) / "claims" / f"{figure}.{fidelity}.json"
-        found = [c for c in load_claims(path) if pattern and fnmatchcase(c.name, pattern)] if path.is_file() else []
         named = entry["kind"] == "text"  # a qualitative statement: say which of our claims tests it
-        ours = "; ".join((f"{c.name} " if named else "") + _ours(c) for c in found)
-        ours = ours or ("not tested" if not pattern else f"not run yet at {fidelity} fidelity")
-        cells = [entry["paper"], entry["quantity"], entry["method"], said, reading or "–", f"`{figure}`: {ours}",
-                 why or "–"]
+        ours, whys, readings = [], [], []
+        for figure, pattern, _, reading, why in (h for h in HEADLINES if h[2] == row):
+            path = Path(results_dir) / "claims" / f"{figure}.{fidelity}.json"
+            found = [c for c in load_claims(path) if pattern and fnmatchcase(c.name, pattern)] if path.is_file() else []
+            text = "; ".join((f"{c.name} " if named else "") + _ours(c) for c in found)
+            ours.append(f"`{figure}`: " + (text or ("not tested" if not pattern else f"not run yet at {fidelity} fidelity")))
+            whys += [why] if why else []
+            readings += [reading] if reading else []
+        cells = [entry["paper"], entry["quantity"], entry["method"], said, "; ".join(readings) or "–", "; ".join(ours),
+                 "; ".join(whys) or "–"]
         rows.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return "\n".join(rows)

@@ -87,9 +87,19 @@ class ClaimBook:
 
     # ------------------------------------------------------------------ recording
     def record(self, claim: Claim) -> Claim:
+        """Keep ``claim``; an asserted evidence claim that is one measurement with an earlier asserted
+        one (``claim_audit.same_measurement``) is kept as reported (INFO), naming that row: the
+        first row stated counts the measurement, a later one never counts it again."""
         check_choice("kind", claim.kind, KINDS)
         if not claim.name or not claim.statement:
             raise ValueError(f"a claim needs a name and a statement, got {claim.name!r} and {claim.statement!r}")
+        if claim.kind == "evidence" and claim.passed is not None:
+            twin = next((c for c in claim_audit.asserted_evidence(self.claims) if claim_audit.same_measurement(c, claim)),
+                        None)
+            if twin is not None:
+                why = claim_audit.same_measurement(twin, claim)
+                claim = dataclasses.replace(claim, passed=None, detail=f"reported, not counted again: one measurement "
+                                            f"with {twin.name} ({why}): {claim.detail}")
         self.claims.append(claim)
         if self.path is not None:
             write_record(self.path, [dataclasses.asdict(c) for c in self.claims])

@@ -17,10 +17,14 @@ def test_two_rows_on_one_measurement_are_refused():
     clean, reinforce = rng.uniform(0, 0.1, 32), rng.uniform(0.3, 0.6, 32)
     tis = reinforce + rng.uniform(-5e-6, 5e-6, 32)  # the ratio is 1 on-policy: TIS is REINFORCE to 1e-5
     book = ClaimBook("frictions-2026")
-    book.greater("reinforce-rises", "REINFORCE's error rises", reinforce, clean)
-    book.greater("tis-rises", "TIS's error rises", tis, clean)
-    (line,) = claim_audit.identity_violations(book.claims)
-    assert "reinforce-rises and frictions-2026/tis-rises are one measurement" in line and "agree to" in line
+    first = book.greater("reinforce-rises", "REINFORCE's error rises", reinforce, clean)
+    second = book.greater("tis-rises", "TIS's error rises", tis, clean)
+    assert first.passed and second.passed is None and "one measurement with reinforce-rises" in second.detail
+    # two asserted rows on one measurement (e.g. from two figures) are what the audit refuses
+    forged = [first, dataclasses.replace(second, figure="other", passed=True)]
+    (line,) = claim_audit.identity_violations(forged)
+    assert "reinforce-rises and other/tis-rises are one measurement" in line and "agree to" in line
+    book.claims.append(forged[1])
     with pytest.raises(ValueError, match="not evidence as stated"):
         book.check()
 
@@ -97,3 +101,15 @@ def test_a_reported_row_that_contradicts_a_paper_must_be_asserted():
     # the same measurement asserted elsewhere (another figure's row on the same runs) exempts it
     twin = dataclasses.replace(asserted, figure="frictions", name="twin")
     assert claim_audit.contradiction_violations([worse, twin], published) == []
+
+
+def test_a_later_row_on_an_earlier_rows_measurement_is_reported_not_counted_again():
+    rng = np.random.default_rng(6)
+    reinforce = rng.uniform(0.0, 0.5, 8)
+    kondo10, kondo30 = 0.36 + rng.normal(0, 1e-5, 8), 0.001 + rng.normal(0, 1e-5, 8)  # nearly constant
+    book = ClaimBook("kondo")
+    first = book.less("kondo10", "Kondo 10% below REINFORCE", kondo10, reinforce)
+    second = book.less("kondo30", "Kondo 30% below REINFORCE", kondo30, reinforce)
+    assert first.passed is not None and second.passed is None
+    assert second.detail.startswith("reported, not counted again: one measurement with kondo10 (")
+    assert claim_audit.identity_violations(book.claims) == []
