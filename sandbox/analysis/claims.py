@@ -272,7 +272,8 @@ class ClaimBook:
         informative — each mean's interval lies beyond ``trivial`` (chance reward, the untrained
         error) by ``margin``, on the side away from ``worse`` — and the same test of ``a`` against
         ``other`` (the other method's data, ``other_label``) fails. Otherwise, or without those
-        three arguments, the row is reported (INFO) with the reason."""
+        three arguments, the row is reported (INFO) with the reason — unless its interval lies
+        wholly outside the band: a difference larger than the band is shown, and the row FAILs."""
         check_range("band", float(band), low=1.0 if log else 0.0, low_open=True)
         check_range("alpha", float(alpha), low=0.0, high=0.5, low_open=True, high_open=True)
         check_choice("test", test, TESTS)
@@ -288,7 +289,10 @@ class ClaimBook:
                   f"band declared before the data; {a.size} vs {b.size} seeds{note}")
         checks, refused = self._discrimination(a, b, band, paired, log, alpha, worse, trivial, margin, other,
                                                other_label, test)
-        if refused:
+        low, high = (1 / band, band) if log else (-band, band)
+        if iv.low >= high or iv.high <= low:  # shown apart by more than the band: a difference needs no discrimination
+            checks.append(f"shown apart: the interval lies outside the band{' (' + '; '.join(refused) + ')' if refused else ''}")
+        elif refused:
             passed, detail = None, f"not evidence ({'; '.join(refused)}): {detail}"
         return self.holds(name, statement, iv, passed, detail, "evidence", min(a.size, b.size), count,
                           test="equivalent", values=np.concatenate([a, b]), checks="; ".join(checks))

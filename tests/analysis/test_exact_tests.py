@@ -162,3 +162,13 @@ def test_a_claim_says_whether_its_measurement_supports_or_contradicts_its_statem
     assert book.less("lower", "a is lower", base - 0.07, base).agreement == "supports"
     assert book.less("noise", "a is lower", base + rng.normal(0, 0.05, 30), base).agreement == "inconclusive"
     assert book.above("above", "mean > 0.6", base, 0.6).agreement == "contradicts"
+
+
+def test_an_equivalence_shown_false_by_more_than_its_band_is_a_fail_whatever_the_curves():
+    rng = np.random.default_rng(7)
+    stale, sync = rng.normal(0.30, 0.05, 8), rng.normal(0.02, 0.01, 8)  # the stale run is not even informative
+    book = ClaimBook("frictions")
+    claim = book.equivalent("gac-matches-sync", "GAC at D = 16 matches sync", stale, sync, band=0.1, paired=True,
+                            worse="high", trivial=0.5, margin=0.1, other=stale + 0.01)
+    assert claim.passed is False and "shown apart" in claim.checks and claim.low > 0.1
+    assert not claim_audit.discrimination_violations(book.claims)
