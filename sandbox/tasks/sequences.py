@@ -209,6 +209,10 @@ class TransformerSequenceTask(Task):
         target = self.answer_logp(params, rollout.obs, rollout.extras["correct"]) if self.with_target else None
         return Scored(logp=logp, target_logp=target)
 
+    def token_logits(self, params, rollout):
+        with torch.no_grad():
+            return self.model.answer_logits([p.detach() for p in params], rollout.obs, rollout.actions)
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):
         """``error`` (see the module docstring), mean ``reward`` and ``exact`` (the rate of fully
