@@ -104,8 +104,50 @@ def published_table() -> str:
     return "\n".join(lines)
 
 
+def task_rows(scale: str, precision: str, seed: int = 0, batches: int = 4) -> dict[str, float]:
+    """Statistics of the friction at ``precision``'s level on the initial policy of the case file's
+    ``scale``: ``batches`` rollouts of step 0 (8 answers to each of 10 prompts), scored by the learner."""
+    from sandbox.runtime.config import RunConfig
+    from sandbox.runtime.loop import ActorLearner
+    from simulations.cases import load_cases
+
+    task = load_cases().mapping["scales"][scale]
+    rows = []
+    for b in range(batches):
+        cfg = RunConfig(task=task["task"], task_kwargs={**task["task_kwargs"], "samples_per_prompt": 8},
+                        estimator="reinforce", steps=1, seed=seed + b,
+                        frictions=(("measured_mismatch", {"token_kl": PUBLISHED[precision]}),))
+        learner = ActorLearner(cfg)
+        rollout = learner.rollout(0)
+        with torch.no_grad():
+            logp = learner.task.score(learner.params, rollout, grad=False).logp
+        rows.append((logp.double(), rollout.behavior_logp.double(), rollout.mask))
+    return token_statistics(*(torch.cat(parts, -2) for parts in zip(*rows)))
+
+
+def task_table() -> str:
+    """The case scales' part of the calibration table (markdown)."""
+    from simulations.cases import load_cases
+
+    scales = load_cases().mapping["scales"]
+    lines = ["| precision (κ) | scale | T | token KL k1 | k3 | ratio outside [0.9, 1.1] | mean abs log r "
+             "| drift, nats per 1k tokens | sd of Σ log r |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for precision in ("bf16", "fp16"):
+        for scale in scales:
+            s = task_rows(scale, precision)
+            kw = scales[scale]["task_kwargs"]
+            length = kw.get("think", 0) + kw.get("H", 10)
+            lines.append(f"| {precision} ({PUBLISHED[precision]:g}) | {scale} | {length} | {_fmt(s['token_kl_k1'])} "
+                         f"| {_fmt(s['token_kl_k3'])} | {s['outside_band']:.2%} | {_fmt(s['abs_log_ratio'])} "
+                         f"| {s['drift_per_1k']:+.3g} | {s['seq_sd']:.3g} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     print(published_table())
     print()
     print(uniform_table())
+    print()
+    print(task_table())
