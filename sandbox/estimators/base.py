@@ -96,7 +96,8 @@ def effective_sample_size_fraction(log_weights: Tensor, valid: Tensor) -> Tensor
 
 
 def behavior_diagnostics(logp: Tensor, behavior_logp: Tensor, mask: Tensor) -> dict[str, Tensor]:
-    """Ratio statistics, ESS/B and the k1/k3 estimates of KL(μ‖π_θ) from samples of μ.
+    """Ratio statistics, ESS/B, the k1/k3 estimates of KL(μ‖π_θ) from samples of μ and the mean and
+    largest |log r| over valid tokens (the signals of ``sandbox.diagnostics.SIGNALS``).
 
     k1 = E_μ[log μ − log π_θ]; k3 = E_μ[(r − 1) − log r], r = π_θ/μ (Schulman's estimators).
     """
@@ -110,6 +111,8 @@ def behavior_diagnostics(logp: Tensor, behavior_logp: Tensor, mask: Tensor) -> d
         "ess_frac": effective_sample_size_fraction(sequence_log_ratio(logp, behavior_logp, mask), seq_valid),
         "kl_k1": masked_mean(-log_r, mask),
         "kl_k3": masked_mean(torch.expm1(log_r) - log_r, mask),
+        "log_ratio_abs_mean": masked_mean(log_r.abs(), mask),
+        "log_ratio_abs_max": masked_amax(log_r.abs(), mask),
     }
 
 
@@ -218,27 +221,42 @@ class Estimator:
             )
         if self.rollout_is is not None:
             w = self.rollout_is_weight(terms)
-            out = TokenLoss(out.values * w, out.mask, {**out.metrics, "rollout_is_mean": masked_mean(w, terms.valid)})
+            out = TokenLoss(out.values * w, out.mask, {**out.metrics, "rollout_is_mean": masked_mean(w, terms.valid),
+                                                       **self.rollout_is_fraction(terms)})
         if self.kl_coef == 0:
             return out
         sq = (terms.logp - terms.require_behavior(f"{self.name} with kl_coef > 0")).pow(2)
         metrics = {**out.metrics, "kl_sq_mean": masked_mean(sg(sq), terms.valid)}
         return TokenLoss(out.values + self.kl_coef * sq, out.mask, metrics)
 
-    def rollout_is_weight(self, terms: PGTerms) -> Tensor:
-        """The detached rollout correction ``[*P, B, T]``: π_prox/μ per token or the sequence's
-        product ratio Σ_t m·(log π_prox − log μ) broadcast over its tokens, truncated or masked."""
+    def rollout_is_raw(self, terms: PGTerms) -> Tensor:
+        """The detached raw rollout correction ``[*P, B, T]`` before its bounds: π_prox/μ per token,
+        or the sequence's product ratio Σ_t m·(log π_prox − log μ) broadcast over its tokens."""
         mu = terms.require_behavior(f"{self.name} with rollout_is")
         prox = sg(terms.require_proximal(self.name))
         mask = terms.valid
         log_w = torch.where(mask, prox - mu, prox.new_zeros(()))
         if self.rollout_is.startswith("sequence"):
             log_w = sequence_log_ratio(prox, mu, mask).unsqueeze(-1).expand_as(log_w)
-        w = torch.exp(log_w)
+        return torch.exp(log_w)
+
+    def rollout_is_weight(self, terms: PGTerms) -> Tensor:
+        """The detached rollout correction ``[*P, B, T]`` (``rollout_is_raw``), truncated or masked."""
+        w = self.rollout_is_raw(terms)
         low = 0.0 if self.rollout_is_min is None else self.rollout_is_min
         if self.rollout_is.endswith("truncate"):
             return w.clamp(min=low, max=self.rollout_is_max)
         return w * ((w >= low) & (w <= self.rollout_is_max)).to(w.dtype)
+
+    def rollout_is_fraction(self, terms: PGTerms) -> dict[str, Tensor]:
+        """The fraction of valid tokens whose rollout correction is truncated (``*_truncate``:
+        ``rollout_is_clip_frac``) or zeroed (``*_mask``: ``rollout_is_mask_frac``): raw weight
+        outside [``rollout_is_min`` (0 when None), ``rollout_is_max``]."""
+        w = self.rollout_is_raw(terms)
+        low = 0.0 if self.rollout_is_min is None else self.rollout_is_min
+        outside = ((w < low) | (w > self.rollout_is_max)).to(w.dtype)
+        key = "rollout_is_clip_frac" if self.rollout_is.endswith("truncate") else "rollout_is_mask_frac"
+        return {key: masked_mean(outside, terms.valid)}
 
     def diagnostics(self, terms: PGTerms, out: TokenLoss) -> dict[str, Tensor]:
         """Common diagnostics (surprisal, ratio statistics, ESS/B, k1/k3 KL when μ is known)

@@ -1,7 +1,15 @@
 """Frictions of distributed RL — staleness, actor bugs, reward corruption, rare discovery — as
 composable, seeded wrappers with a strength knob (strength 0 is the identity)."""
 
-from sandbox.frictions import actor_bugs, discovery, partial, precision, rewards, truncation  # noqa: F401  (registers)
+from sandbox.frictions import (  # noqa: F401  (registers)
+    actor_bugs,
+    discovery,
+    measured,
+    partial,
+    precision,
+    rewards,
+    truncation,
+)
 from sandbox.frictions.base import (
     FRICTIONS,
     Friction,

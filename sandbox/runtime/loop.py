@@ -36,7 +36,7 @@ from sandbox.advantages import make_advantage
 from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
-from sandbox.diagnostics import cosine
+from sandbox.diagnostics import cosine, token_entropy
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
@@ -144,6 +144,9 @@ class ActorLearner:
         staleness = (step - rollout.version).to(torch.float64).reshape(S, -1)
         metrics["staleness_mean"], metrics["staleness_max"] = staleness.mean(-1), staleness.amax(-1)
         if diagnostics:
+            logits = self.task.token_logits(self.params, rollout)
+            if logits is not None:
+                metrics["entropy"] = token_entropy(logits, rollout.mask)
             with torch.enable_grad():
                 metrics.update(self.task.update_diagnostics(
                     self.params, rollout, flat, self.estimator,

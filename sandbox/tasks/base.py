@@ -179,6 +179,12 @@ class Task(ABC):
         """The rollout as the learner sees it (e.g. MNIST's ``behavior='true'`` hands it true μ)."""
         return rollout
 
+    def token_logits(self, params: Sequence[Tensor], rollout: Rollout) -> Tensor | None:
+        """The learner's next-token logits ``[*P, B, T, V]`` at every token of ``rollout`` (no
+        gradient), for the entropy signal (``sandbox.diagnostics.token_entropy``); None (the
+        default) where the task cannot give them."""
+        return None
+
     @abstractmethod
     def evaluate(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
         """Metrics of the learner, each ``[S]`` (e.g. ``error``)."""

@@ -143,6 +143,10 @@ class CategoricalTask(Task):
             providers={"probs": lambda: log_probs.detach().exp().repeat_interleave(K, dim=1)},
         )
 
+    def token_logits(self, params, rollout):
+        with torch.no_grad():
+            return self.logits([p.detach() for p in params], rollout.obs).unsqueeze(-2)  # [S, R, 1, K]
+
     def learner_rollout(self, rollout):
         if self.behavior == "true":
             return rollout.replace(behavior_logp=rollout.true_behavior_logp)

@@ -32,6 +32,7 @@ from torch import Tensor
 from sandbox.core.sampling import IDENTITY
 from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.envs.sequences import SEQUENCE_ENVS, WRONG_ANSWERS, SequenceEnv, all_sequences
+from sandbox.envs.sequences.scale import at_scale
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.objectives import PLAIN, ScreenedBackward
 from sandbox.policies.decode import Versions, teacher_forced
@@ -62,6 +63,8 @@ class TransformerSequenceTask(Task):
     problem: str = "reverse_copy"  # a registered sequence environment (``SEQUENCE_ENVS``)
     V: int = 0  # vocabulary; 0 = the problem's default (2, 2, 10, 5)
     wrong_answer: str = "constant"  # landmine's fixed wrong answer: 'constant' (all 0, the reference's) | 'shifted'
+    think: int = 0  # free tokens before the problem's answer, ≥ 0 (length knob: sandbox.envs.sequences.scale)
+    problem_V: int = 0  # the problem's vocabulary K < V when the model's is larger: token a answers a mod K; 0 = V
     prompts_per_step: int = 10
     samples_per_prompt: int = 10
     n_prompts: int = 0  # finite prompts: a fixed pool of n prompts per seed (0 = fresh prompts)
@@ -105,7 +108,11 @@ class TransformerSequenceTask(Task):
         for other in type(self).envs:  # every knob is valid, even those of the other problems
             if other is not env_cls:
                 other(vocab=other.default_vocab, **knobs(other))
-        self.env: SequenceEnv = env_cls(vocab=self.vocab, **knobs(env_cls))
+        check_int("problem_V", self.problem_V, low=0)
+        if self.problem_V and not 2 <= self.problem_V < self.vocab:
+            raise ValueError(f"problem_V must be 0 (the model's V) or in [2, V) = [2, {self.vocab}), got {self.problem_V}")
+        problem = env_cls(vocab=self.problem_V or self.vocab, **knobs(env_cls))
+        self.env: SequenceEnv = at_scale(problem, self.vocab, self.think)  # the problem itself when both are 0
         self.n_actions = self.vocab
         self.prompt_len, self.answer_len = self.env.prompt_len, self.env.answer_len
         self.reward_range = self.env.reward_range
@@ -208,6 +215,10 @@ class TransformerSequenceTask(Task):
             logp = self.answer_logp(params, rollout.obs, rollout.actions)
         target = self.answer_logp(params, rollout.obs, rollout.extras["correct"]) if self.with_target else None
         return Scored(logp=logp, target_logp=target)
+
+    def token_logits(self, params, rollout):
+        with torch.no_grad():
+            return self.model.answer_logits([p.detach() for p in params], rollout.obs, rollout.actions)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, params, generator):

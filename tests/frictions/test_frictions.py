@@ -22,7 +22,7 @@ ZERO = {"landmine": {"p_bug": 0.0}, "logit_noise": {"sigma": 0.0}, "quantized": 
         "eps_random": {"eps": 0.0}, "bernoulli_reward": {"p": 0.0}, "gaussian_reward": {"sigma": 0.0},
         "label_flip": {"p": 0.0}, "poison_token": {"penalty": 0.0}, "rare_discovery": {"p_disc": 0.0},
         "precision_mismatch": {"sampler_dtype": "off"}, "truncated_sampling": {"top_p": 1.0, "top_k": 0},
-        "partial_rollouts": {"chunks": 1}}
+        "partial_rollouts": {"chunks": 1}, "measured_mismatch": {"token_kl": 0.0}}
 
 
 def _run(frictions=(), **kw):
