@@ -213,13 +213,16 @@ class ResultsStore:
         try:
             table = pq.read_table(self.path(job_id))
             meta = table.schema.metadata or {}
+            if _SUM not in meta and _CODE not in meta and b"pandas" in meta:
+                table.to_pandas()  # readable at all?
+                return table, "stale"  # written (by pandas) before results carried provenance
             if _SUM not in meta or _CODE not in meta:
-                return table, "stale"  # written before results carried provenance
+                return None, "corrupt"  # one of the two keys damaged
             if meta[_SUM].decode() != _digest(table):
                 return None, "corrupt"
             code = json.loads(meta[_CODE])
-        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
-            return None, "corrupt"
+        except Exception:  # noqa: BLE001 — any unreadable result is corrupt (a damaged pandas metadata
+            return None, "corrupt"  # raises KeyError, TypeError …: named and recomputed, never a crash
         return table, "ok" if same_code(code) else "stale"
 
     def state(self, job_id: str) -> str:
@@ -233,7 +236,7 @@ class ResultsStore:
             return "missing"
         try:
             code = self.code(job_id)
-        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
+        except Exception:  # noqa: BLE001 — unreadable: corrupt
             return "corrupt"
         return "ok" if code and same_code(code) else "stale"
 
