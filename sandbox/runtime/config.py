@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sandbox.core.usage import note
 from sandbox.core.validation import (
     check_choice,
     check_field_types,
@@ -165,6 +166,9 @@ class RunConfig:
         _build("task_kwargs", check_task_memory, built["task"], stale * (self.history == "params"),
                stale * (self.history == "rollouts"), why)
         PopulationOptimizer(self.optimizer, lr=self.lr)
+        note("optimizer", self.optimizer)  # the components a job's numbers depend on (sandbox.core.usage)
+        note("staleness", schedule.kind, DelaySchedule, {k: v for k, v in self.staleness.items() if k != "kind"})
+        note("runtime", "loop")
 
     def to_dict(self) -> dict[str, Any]:
         return _freeze(dataclasses.asdict(self))
