@@ -146,10 +146,10 @@ def _staleness(kind: str, settings: dict, digest) -> bool:
     if kind != "none":
         fields.setdefault("D", 3)
         fields.setdefault("n_actors", 2)
-    if fields.get("admission", "pace") != "pace" or settings.get("budget", 0) is None:
-        fields["budget"] = 1
-    schedule = DelaySchedule.from_dict(fields)
-    feed(digest, [[schedule.delay(step, seed) for step in range(24)] for seed in range(3)], "delays")
+    paced = DelaySchedule.from_dict({**fields, "budget": 1})  # a budget: pacing, or what drop/mask admit
+    schedule = paced if fields.get("admission", "pace") != "pace" else DelaySchedule.from_dict(fields)
+    for label, s in (("delays", schedule), ("paced", paced)):
+        feed(digest, [[s.delay(step, seed) for step in range(24)] for seed in range(3)], label)
     version = torch.tensor([[[5, 5], [4, 6], [3, 3], [6, 6]]])
     rollout = Rollout(obs=None, actions=torch.zeros(1, 4, 2, dtype=torch.long), mask=torch.ones(1, 4, 2, dtype=torch.bool),
                       behavior_logp=torch.zeros(1, 4, 2), true_behavior_logp=torch.zeros(1, 4, 2),

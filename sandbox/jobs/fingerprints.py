@@ -18,6 +18,7 @@ confined to a code path no canary takes (a setting that is not text or a flag) i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -112,9 +113,39 @@ def changed(stored: dict[str, str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def configs_in(params: dict) -> list[dict]:
+    """The run configs a job's parameters hold: the parameters themselves when they name a task
+    (RunConfig fields, perhaps beside others such as a Ray ``async_config``), and every dict value
+    that does (``{"config": …}``)."""
+    from sandbox.runtime.config import RunConfig
+
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    found = []
+    for candidate in (params, *(v for v in params.values() if isinstance(v, dict))):
+        if isinstance(candidate.get("task"), str):
+            found.append({k: v for k, v in candidate.items() if k in fields})
+    return found
+
+
+def static_components(params: dict) -> set[str] | None:
+    """The components a job's run configs build (what it records when it runs, found without
+    running it), or None when its parameters hold no run config."""
+    from sandbox.core.usage import recording
+    from sandbox.runtime.config import RunConfig
+
+    configs = configs_in(params)
+    if not configs:
+        return None
+    with recording() as used:
+        for config in configs:
+            RunConfig.from_dict(config)
+    return used
+
+
 def reset() -> None:
     """Forget this process's fingerprints (after a plugin or a test replaced a component)."""
     fingerprint.cache_clear()
 
 
-__all__ = ["changed", "class_of", "fingerprint", "fingerprints", "origin", "reset"]
+__all__ = ["changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "reset",
+           "static_components"]

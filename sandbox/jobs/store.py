@@ -137,8 +137,13 @@ def same_code(code: dict) -> bool:
 def _digest(table: pa.Table) -> str:
     """sha256 over the schema's sandbox metadata, the column names and types, and every value."""
     meta = table.schema.metadata or {}
-    digest = hashlib.sha256(meta.get(_USER, b"") + b"\0" + meta.get(_CODE, b"") + b"\0")
-    frame = table.to_pandas()
+    return frame_digest(table.to_pandas(), meta.get(_USER, b""), meta.get(_CODE, b""))
+
+
+def frame_digest(frame: pd.DataFrame, metadata: bytes, code: bytes) -> str:
+    """The checksum a result carries: sha256 over its metadata and code (JSON bytes, as stored),
+    the column names and dtypes, and every value (``pd.util.hash_pandas_object``)."""
+    digest = hashlib.sha256(metadata + b"\0" + code + b"\0")
     digest.update(str([(name, str(dtype)) for name, dtype in frame.dtypes.items()]).encode())
     try:
         values = pd.util.hash_pandas_object(frame, index=False)
@@ -146,6 +151,11 @@ def _digest(table: pa.Table) -> str:
         values = pd.util.hash_pandas_object(frame.astype(str), index=False)
     digest.update(values.to_numpy().tobytes())
     return digest.hexdigest()
+
+
+def stamp(value: dict) -> bytes:
+    """A result's metadata or code as its schema stores them (and its checksum covers them)."""
+    return json.dumps(value, sort_keys=True).encode()
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
@@ -236,8 +246,8 @@ class ResultsStore:
         ``job_code()``) and their checksum in the parquet schema."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
-        meta[_USER] = json.dumps(metadata or {}, sort_keys=True).encode()
-        meta[_CODE] = json.dumps(code or job_code(), sort_keys=True).encode()
+        meta[_USER] = stamp(metadata or {})
+        meta[_CODE] = stamp(code or job_code())
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
         return atomic_write(self.path(job_id), lambda f: pq.write_table(table, f))

@@ -141,9 +141,9 @@ KEYS = ["estimator:dg", "estimator:ppo", 'estimator:kondo[priority="uniform"]', 
         'task:reverse_copy[backward="screened"]', "friction:landmine", "runtime:loop"]
 
 
-def test_fingerprints_are_deterministic_across_processes_and_thread_counts():
-    runs = [subprocess.run([sys.executable, "-c", SCRIPT, threads, json.dumps(KEYS)], capture_output=True, text=True,
-                           cwd=ROOT, timeout=300, check=True) for threads in ("1", "2")]
+def test_fingerprints_are_deterministic_across_processes_thread_counts_and_order():
+    runs = [subprocess.run([sys.executable, "-c", SCRIPT, threads, json.dumps(keys)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=300, check=True) for threads, keys in (("1", KEYS), ("2", KEYS[::-1]))]
     first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
     assert first["fingerprints"] == second["fingerprints"] and set(first["fingerprints"]) == set(KEYS)
     assert len(set(first["fingerprints"].values())) == len(KEYS)  # every component its own
