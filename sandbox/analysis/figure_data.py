@@ -97,6 +97,11 @@ def jobs_in(path: str | os.PathLike) -> set[str]:
     return set(_index(pq.read_schema(path).metadata))
 
 
+def job_seconds_in(path: str | os.PathLike) -> dict[str, float]:
+    """Job id → the compute seconds its stored result records, for the jobs of a data file."""
+    return {job: float(entry["metadata"].get("seconds", 0.0)) for job, entry in _index(pq.read_schema(path).metadata).items()}
+
+
 @dataclass
 class Restored:
     """What ``restore_jobs`` did: the jobs written into the store, and the damaged ones (id → why)."""
@@ -217,7 +222,9 @@ def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]
                 job = Job(meta["fn"], meta["params"], meta.get("label", ""), meta.get("threads", 1))
                 with recording() as recorded:
                     again = job.run()
-                if job.id == job_id and again.equals(frame) and list(again.dtypes) == list(frame.dtypes):
+                same_columns = sorted(again.columns) == sorted(frame.columns)  # (their order is not a number)
+                if job.id == job_id and same_columns and again[list(frame.columns)].equals(frame) \
+                        and list(again[list(frame.columns)].dtypes) == list(frame.dtypes):
                     used = recorded
                     report["rerun identical"].append(job_id)
             if used is not None:
@@ -230,5 +237,5 @@ def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]
     return report
 
 
-__all__ = ["Restored", "convert", "export", "job_checksum", "jobs_in", "read_jobs", "restore", "restore_figures",
+__all__ = ["Restored", "convert", "export", "job_checksum", "job_seconds_in", "jobs_in", "read_jobs", "restore", "restore_figures",
            "restore_jobs", "write"]

@@ -75,6 +75,63 @@ def estimator_outcome(estimator, terms: PGTerms) -> dict:
     return result
 
 
+_CHECKED: set[type] = set()
+
+
+def contract_breach(estimator) -> str:
+    """What ``estimator`` does against the estimator contract on a toy batch (2 × 6 × 3 tokens,
+    ``toy_terms``), '' if nothing: it returns an ``EstimatorOutput`` whose loss is a finite scalar
+    tensor that depends on log π, and whose metrics are tensors."""
+    from sandbox.core.terms import EstimatorOutput, TokenLoss
+    from sandbox.estimators.base import Estimator
+
+    terms = toy_terms()
+    try:
+        if isinstance(estimator, Estimator) and type(estimator).__call__ is Estimator.__call__:
+            values = estimator.token_loss(terms)
+            if not isinstance(values, (Tensor, TokenLoss)):
+                return f"its token_loss returned a {type(values).__name__}, not a tensor [*P, B, T] of per-token losses"
+        out = estimator(terms)
+    except Exception as err:  # noqa: BLE001 — a wrong shape, a missing input …: the breach
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        return f"it raised {type(err).__name__}: {first}"
+    if not isinstance(out, EstimatorOutput):
+        return f"it returned {type(out).__name__}, not an EstimatorOutput(loss, metrics)"
+    if not isinstance(out.loss, Tensor):
+        return f"its loss is a {type(out.loss).__name__}, not a tensor (the gradient is taken of it)"
+    if out.loss.ndim != 0:
+        return f"its loss has shape {tuple(out.loss.shape)}, not a scalar"
+    if not bool(torch.isfinite(out.loss)):
+        return f"its loss is {float(out.loss)}"
+    if not out.loss.requires_grad:
+        return "its loss does not depend on logp (no gradient: detached, or built from numbers)"
+    bad = [k for k, v in dict(out.metrics).items() if not isinstance(v, Tensor)]
+    if bad:
+        return f"its metrics {bad} are not tensors"
+    return ""
+
+
+def check_plugin_estimators() -> None:
+    """Check every registered estimator that is not the sandbox's own (a plugin's) once on a toy
+    batch, before any job runs: a breach of the contract is one ``ValueError`` line naming it,
+    instead of a traceback per job."""
+    from sandbox.estimators import ESTIMATORS
+
+    for name in ESTIMATORS.names():
+        cls = ESTIMATORS.get(name)
+        if cls in _CHECKED or cls.__module__.split(".")[0] == "sandbox":
+            continue
+        try:
+            estimator = ESTIMATORS.make(name)
+        except (TypeError, ValueError):  # no defaults to build it with: its jobs will say
+            continue
+        breach = contract_breach(estimator)
+        if breach:
+            raise ValueError(f"plugin estimator {name!r} ({cls.__module__}.{cls.__qualname__}) breaks the estimator "
+                             f"contract on a toy batch of 2 × 6 × 3 tokens: {breach}")
+        _CHECKED.add(cls)
+
+
 def _guarded(digest, label: str, fn: Callable[[], Any]) -> None:
     """Feed ``fn()``, or the type of the error it raises (a refusal is behaviour too)."""
     try:
@@ -285,4 +342,4 @@ CANARIES: dict[str, Callable[[str, dict, Any], bool]] = {
     "estimator": _estimator, "advantage": _advantage, "controller": _controller, "optimizer": _optimizer,
     "staleness": _staleness, "task": _task, "friction": _friction, "runtime": _runtime}
 
-__all__ = ["CANARIES", "STRENGTH", "TINY", "estimator_outcome", "feed", "tiny_run", "toy_terms"]
+__all__ = ["CANARIES", "STRENGTH", "TINY", "check_plugin_estimators", "contract_breach", "estimator_outcome", "feed", "tiny_run", "toy_terms"]

@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import json
 import logging
+import numbers
 import os
 import time
 from collections import Counter, deque
@@ -32,6 +33,7 @@ from sandbox.core.processes import HOST
 from sandbox.core.validation import check_choice
 from sandbox.jobs import costs
 from sandbox.jobs.backends import InProcess, LocalProcesses, RayTasks
+from sandbox.jobs.canaries import check_plugin_estimators
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
 from sandbox.runtime.config import RunConfig, _freeze
@@ -40,6 +42,26 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "ray")
 ATTEMPTS = 2  # a job whose worker dies is run once more, then recorded as failed
+#: local worker processes per CPU at most: a job is CPU-bound on one thread, so more processes only
+#: oversubscribe the machine (1,000 started 30 processes on 2 cores and promised "about 34 s")
+WORKERS_PER_CPU = 4
+#: Ray tasks in flight at most: a cluster's CPUs are not known before it is joined
+MAX_RAY_WORKERS = 4096
+
+
+def max_workers(backend: str = "local") -> int:
+    return MAX_RAY_WORKERS if backend == "ray" else WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_workers(workers, backend: str = "local", name: str = "workers") -> None:
+    """``workers``: None (the CPU count) or an integer in 1..``max_workers(backend)`` — not a bool."""
+    high = max_workers(backend)
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or not 1 <= workers <= high:
+        why = (f"{WORKERS_PER_CPU} per CPU of this machine's {os.cpu_count()}" if backend != "ray"
+               else "Ray tasks in flight")
+        raise ValueError(f"{name} must be None or an integer in 1..{high} ({why}), got {workers!r}")
 
 
 #: job functions under the name their results were stored by → where they live now; the name, not
@@ -170,8 +192,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
         raise ValueError(f"store must be a ResultsStore, got {type(store).__name__}")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
+    check_workers(workers, backend)
     if not poll_seconds > 0:
         raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
     lock_timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
@@ -183,6 +204,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     plugins = plugins_from_env() if plugins is None else plugins
     import_plugins(plugins)
     plugins = list(plugins)
+    check_plugin_estimators()  # once, on a toy batch, before any job: not a traceback per job
     for tmp in store.clean_temp():
         log.info("removed %s, left by a killed writer", tmp.name)
     report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})
