@@ -31,6 +31,7 @@ from sandbox.core.usage import parse_key, paused
 log = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=1)
 def _registries() -> dict:
     from sandbox.advantages import ADVANTAGES
     from sandbox.controllers import CONTROLLERS
@@ -69,16 +70,21 @@ def _source(kind: str, cls: type | None) -> bytes:
         return code_version()["source"].encode()
 
 
-@functools.lru_cache(maxsize=None)
 def fingerprint(key: str) -> str:
     """The fingerprint of a component key (``sandbox.core.usage.component_key``), 16 hex digits;
-    computed once per process."""
+    computed once per process and class (a plugin registered over a name later in the process
+    is fingerprinted afresh)."""
+    kind, name, _ = parse_key(key)
+    return _fingerprint(key, class_of(kind, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint(key: str, cls: type | None) -> str:
     import torch
 
     from sandbox.jobs.canaries import CANARIES
 
     kind, name, settings = parse_key(key)
-    cls = class_of(kind, name)
     digest = hashlib.sha256(key.encode() + b"\0" + origin(cls).encode() + b"\0")
     exercised = False
     if kind in CANARIES:
@@ -144,7 +150,7 @@ def static_components(params: dict) -> set[str] | None:
 
 def reset() -> None:
     """Forget this process's fingerprints (after a plugin or a test replaced a component)."""
-    fingerprint.cache_clear()
+    _fingerprint.cache_clear()
 
 
 __all__ = ["changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "reset",

@@ -103,12 +103,10 @@ def test_a_plugin_that_replaces_a_builtin_is_another_method_in_the_store(tmp_pat
     class MyDG(Delight):
         """The built-in DG, as a plugin's."""
 
-    fingerprints.reset()
-    report = run_sweep(jobs, store, workers=1, progress=False)
+    report = run_sweep(jobs, store, workers=1, progress=False)  # in the same process: no reset needed
     assert report.computed == 2 and report.changed == {"estimator:dg": 2}
     ESTIMATORS._entries["dg"] = Delight
     Delight.name = "dg"
-    fingerprints.reset()
     report = run_sweep(jobs, store, workers=1, progress=False)
     assert report.computed == 2 and report.changed == {"estimator:dg": 2}
 
@@ -147,3 +145,22 @@ def test_fingerprints_are_deterministic_across_processes_thread_counts_and_order
     first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
     assert first["fingerprints"] == second["fingerprints"] and set(first["fingerprints"]) == set(KEYS)
     assert len(set(first["fingerprints"].values())) == len(KEYS)  # every component its own
+
+
+def test_what_a_job_records_at_run_time_includes_what_its_config_builds(tmp_path):
+    """The committed data were stamped with the components their run configs build
+    (``static_components``, without rerunning 16 h of jobs): a job run now records at least those."""
+    configs = [RunConfig(task="bandit", task_kwargs={"N": 2, "K": 3, "population": 2}, steps=2, estimator="dg",
+                         staleness={"kind": "fixed", "D": 1}, controllers=(("gac", {}),)),
+               RunConfig(task="reverse_copy", task_kwargs={"H": 2, "width": 16, "heads": 2, "layers": 1, "mlp": 16,
+                                                           "prompts_per_step": 2, "samples_per_prompt": 2,
+                                                           "eval_prompts": 2, "backward": "screened"},
+                         estimator="kondo", estimator_kwargs={"pct": 0.5}, steps=2,
+                         frictions=(("landmine", {"p_bug": 0.2}),))]
+    store = ResultsStore(tmp_path)
+    jobs = [Job.training(c) for c in configs]
+    run_sweep(jobs, store, workers=1, progress=False)
+    for job in jobs:
+        recorded = set(store.code(job.id)["fingerprints"])
+        assert fingerprints.static_components(job.params) <= recorded, job.params
+    assert fingerprints.static_components({"n_adv": 41}) is None  # no run config: such a job is run again to know
