@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -129,12 +130,13 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
                     command: str = "", workers: int = 1, base_seed: int = 0,
                     last_run: tuple[int, float] | None = None, headlines: str = "",
                     causes: dict | None = None, data_dir: str | Path | None = None,
-                    previous: Previous | None = None) -> str:
+                    previous: Previous | None = None, ran: Collection[str] = ()) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
     ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md);
-    ``previous`` the rows of the file being replaced, kept for figures without a record here."""
+    ``previous`` the rows of the file being replaced, kept for the figures this invocation did not
+    run (not in ``ran``) and that have no record here."""
     results_dir = Path(results_dir)
     published, causes, previous = published or {}, causes or {}, previous or Previous()
     kept: set[str] = set()
@@ -151,7 +153,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             rows.append(f"| `{figure.name}` | its record was damaged: run `sandbox reproduce {figure.name} "
                         f"--fidelity {fidelity}` again | | | | | |")
             continue
-        if not (record and isinstance(record, dict)) and figure.name in previous.figure_rows:
+        if not (record and isinstance(record, dict)) and figure.name in previous.figure_rows and figure.name not in ran:
             kept.add(figure.name)  # not run into this results folder: its rows as they were
             rows.append(previous.figure_rows[figure.name])
             cells = _cells(previous.figure_rows[figure.name])
@@ -217,8 +219,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
 
 
 def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
-    """Write ``claims_markdown`` to ``path`` (atomically), keeping the rows of the figures this results
-    folder has no record of from the file it replaces."""
+    """Write ``claims_markdown`` to ``path`` (atomically), keeping the rows of the figures this
+    invocation did not run (``ran``) and this results folder has no record of from the file it replaces."""
     from sandbox.jobs.store import atomic_write
 
     path = Path(path)

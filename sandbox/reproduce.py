@@ -307,7 +307,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           causes=registry.fail_causes() if hasattr(registry, "fail_causes") else None,
                           data_dir=figures_dir / "data",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
-                          base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
+                          base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started),
+                          ran={f.name for f in chosen})  # the others keep their rows of the file it replaces
     return outcomes
 
 

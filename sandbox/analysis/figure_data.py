@@ -203,7 +203,7 @@ def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]
     which this checkout's rule of the time (same version and ``NUMERICS``) accepted the result as
     its own, gains the fingerprints of the components its run configs build (a job whose
     parameters hold none is run again, once, and stamped only if it gives the very same frame).
-    Returns which jobs were stamped, run again (identical) or left as they were."""
+    Returns which jobs were stamped, run again (identical) or left without fingerprints."""
     from sandbox.core.numerics import NUMERICS
     from sandbox.core.usage import recording
     from sandbox.jobs.fingerprints import fingerprints, static_components
@@ -230,12 +230,12 @@ def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]
             if used is not None:
                 code = {**code, "fingerprints": fingerprints(used)}
                 report["stamped"].append(job_id)
-        if code is entry["code"]:
+        if "fingerprints" not in code:
             report["left"].append(job_id)
         entries.append((job_id, frame, meta, code))
     write(entries, path)
     return report
 
 
-__all__ = ["Restored", "convert", "export", "job_checksum", "job_seconds_in", "jobs_in", "read_jobs", "restore", "restore_figures",
-           "restore_jobs", "write"]
+__all__ = ["Restored", "convert", "export", "job_checksum", "job_seconds_in", "jobs_in", "read_jobs", "restore",
+           "restore_figures", "restore_jobs", "write"]

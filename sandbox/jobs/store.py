@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from sandbox.core.numerics import NUMERICS
 from sandbox.core.processes import HOST, process_alive, start_time
+from sandbox.jobs.fingerprints import changed, fingerprints
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,6 @@ def job_code(components: Iterable[str] | None = None) -> dict:
                 modules[rel] = _file_hash(path)
     code = {**code_version(), "numerics": NUMERICS, "modules": dict(sorted(modules.items()))}
     if components is not None:
-        from sandbox.jobs.fingerprints import fingerprints
-
         code["fingerprints"] = fingerprints(components)
     return code
 
@@ -113,8 +112,6 @@ def code_verdict(code: dict) -> tuple[str, dict[str, tuple[str, str]]]:
     if "fingerprints" in code:
         if code.get("numerics") != NUMERICS:
             return f"NUMERICS was bumped ({code.get('numerics')} → {NUMERICS})", {}
-        from sandbox.jobs.fingerprints import changed
-
         moved = changed(code["fingerprints"])
         return ("the numbers of " + ", ".join(moved) + " changed" if moved else ""), moved
     current = code_version()
@@ -130,8 +127,7 @@ def code_verdict(code: dict) -> tuple[str, dict[str, tuple[str, str]]]:
 
 
 def same_code(code: dict) -> bool:
-    """Whether a result's recorded ``code`` gives this checkout's numbers (``code_verdict``)."""
-    return not code_verdict(code)[0]
+    return not code_verdict(code)[0]  # the result's recorded ``code`` gives this checkout's numbers
 
 
 def _digest(table: pa.Table) -> str:
@@ -220,8 +216,7 @@ def read_record(path: str | os.PathLike) -> tuple[object, str, str]:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A stored result's state ('missing', 'corrupt', 'stale', 'ok'), why, and for a stale one the
-    components whose numbers changed ({key: (stored fingerprint, now)})."""
+    """A result's state ('missing', 'corrupt', 'stale', 'ok'), why, and the components whose numbers changed."""
 
     state: str
     why: str = ""

@@ -66,3 +66,14 @@ def test_a_partial_reproduce_updates_its_rows_and_keeps_the_others(tmp_path):
     assert evidence.startswith(f"**Evidence:** {new[('evidence', 'PASS')]} PASS, {new[('evidence', 'FAIL')]} FAIL, "
                                f"{new[('evidence', 'INFO')]} INFO")
     assert compute == _totals(COMMITTED.read_text())[1]  # the kept figures' job time from their data files
+
+
+def test_a_figure_this_invocation_ran_without_a_record_is_not_kept_from_the_old_file(tmp_path):
+    """A figure that was run and crashed (no record) says so; only figures not run keep their rows."""
+    shutil.copy(COMMITTED, tmp_path / "CLAIMS.md")
+    names = list(Previous.read(tmp_path / "CLAIMS.md").figure_rows)
+    write_claims_file(tmp_path / "CLAIMS.md", [SimpleNamespace(name=n) for n in names], "paper", tmp_path / "results",
+                      ran={"gate"}, headlines="")
+    text = (tmp_path / "CLAIMS.md").read_text()
+    assert "| `gate` | not run yet at paper fidelity |" in text
+    assert Previous.read(tmp_path / "CLAIMS.md").figure_rows["kondo"] == Previous.read(COMMITTED).figure_rows["kondo"]
