@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                          index=["named (damaged job(s) reported)", "harmless (identical)", "UNNOTICED", "crash"])
     print(f"{path.name}: {total} single-byte flips in its {'bytes' if args.all_bytes else 'data pages'}")
     print(table.to_string())
+    if counts["named"]:
+        print(f"jobs named per named flip: {counts['jobs named'] / counts['named']:.1f} on average "
+              "(a row group's jobs when it cannot be read; each is recomputed)")
     print(f"unnoticed: {counts['unnoticed']} of {total} (target 0); crashes: {counts['crash']}")
     return 1 if counts["unnoticed"] or counts["crash"] else 0
 

@@ -1,8 +1,9 @@
 """A figure's per-seed results as one compact file: committed beside the paper figures, restored
 into a results store so that every claim can be recomputed without rerunning a job.
 
-``export`` writes the stored results of a figure's jobs into one zstd-compressed parquet file, one
-row group per job (a ``__job`` column says whose rows they are), with parquet's page checksums;
+``export`` writes the stored results of a figure's jobs into one zstd-compressed parquet file, a
+few jobs per row group (``GROUP_SECONDS`` of compute at most; a ``__job`` column says whose rows
+they are), with parquet's page checksums;
 the schema metadata keeps, per job, its columns and dtypes, the metadata its result was stored
 with, the code that made it (fingerprints included) and its checksum — the store's own
 (``sandbox.jobs.store.frame_digest``) — zlib-compressed (the code stamps repeat from job to job,
@@ -10,9 +11,9 @@ and parquet keeps the schema metadata twice, uncompressed).
 
 ``restore`` writes each job back into a ``ResultsStore`` exactly as it was stored — the same frame,
 metadata and code stamp — after checking it against its checksum: a job whose row group cannot be
-read (a failed decompression, a page checksum) or whose values differ from what was exported (a
-flipped byte that decodes silently) is *damaged*: named in one warning (file and job), left out,
-and so recomputed by the sweep, never restored and never re-exported. A file whose index cannot be
+read (a failed decompression, a page checksum: every job of that group) or whose values differ from
+what was exported (a flipped byte that decodes silently) is *damaged*: named in one warning (file
+and job), left out, and so recomputed by the sweep, never restored and never re-exported. A file whose index cannot be
 read is named, and none of its jobs restored. Files written before per-job checksums (one row
 group for all jobs) restore as before, unverified. A restored result made by other code is
 *stale* to the store; the caller decides whether to keep it (``sandbox reproduce --fidelity
@@ -58,30 +59,52 @@ def job_checksum(frame: pd.DataFrame, metadata: dict, code: dict) -> str:
     return frame_digest(frame, stamp(metadata), stamp(code))
 
 
+#: a row group holds consecutive jobs up to this much compute (seconds, as their results record)
+#: and this many jobs: what one damaged row group costs to recompute, against the size of a file
+#: with a row group per job (parquet's per-chunk overhead made the committed data 2.7 times larger)
+GROUP_SECONDS, GROUP_JOBS = 600.0, 16
+
+
+def _row_groups(entries: Sequence[tuple[str, pd.DataFrame, dict, dict]]) -> list[int]:
+    """The row group of each entry: consecutive jobs, each group within ``GROUP_SECONDS`` of compute
+    and ``GROUP_JOBS`` jobs (a job alone where it takes longer)."""
+    groups, group, seconds, count = [], 0, 0.0, 0
+    for _, frame, metadata, _ in entries:
+        cost = float(metadata.get("seconds", 0.0) or 0.0)
+        if count and (count >= GROUP_JOBS or seconds + cost > GROUP_SECONDS):
+            group, seconds, count = group + 1, 0.0, 0
+        groups.append(group)
+        seconds, count = seconds + cost, count + 1
+    return groups
+
+
 def write(entries: Sequence[tuple[str, pd.DataFrame, dict, dict]], path: str | os.PathLike) -> Path:
     """Write ``(job id, frame, metadata, code)`` entries to ``path``: the frames concatenated (one
-    schema), one row group per job, the index with each job's checksum in the schema metadata;
-    atomically (a temporary file renamed)."""
-    index, frames, group = {}, [], 0
-    for job_id, frame, metadata, code in entries:
+    schema) in row groups of a few jobs (``_row_groups``), with page checksums; the index, with each
+    job's checksum and row group, in the schema metadata; atomically (a temporary file renamed)."""
+    index, frames, sizes = {}, [], {}
+    for (job_id, frame, metadata, code), group in zip(entries, _row_groups(entries)):
         index[job_id] = {"columns": list(frame.columns), "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
-                         "metadata": metadata, "code": code, "row_group": group if len(frame) else None,
+                         "metadata": metadata, "code": code, "row_group": group,
                          "checksum": job_checksum(frame, metadata, code)}
-        group += bool(len(frame))
+        sizes[group] = sizes.get(group, 0) + len(frame)
         frames.append(frame.assign(**{"__job": job_id}))
+    numbered = {g: i for i, g in enumerate(g for g in sorted(sizes) if sizes[g])}  # groups without rows: none
+    for entry in index.values():
+        entry["row_group"] = numbered.get(entry["row_group"])
     table = pa.Table.from_pandas(pd.concat(frames, ignore_index=True), preserve_index=False)
     packed = base64.b64encode(zlib.compress(json.dumps(index).encode(), 9))
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _KEY: packed})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with pq.ParquetWriter(tmp, table.schema, compression="zstd", compression_level=19,
+    with pq.ParquetWriter(tmp, table.schema, compression="zstd", compression_level=19, write_statistics=False,
                           write_page_checksum=True) as out:
         start = 0
-        for frame in frames:
-            if len(frame):
-                out.write_table(table.slice(start, len(frame)), row_group_size=len(frame))
-            start += len(frame)
+        for group in sorted(sizes):
+            if sizes[group]:
+                out.write_table(table.slice(start, sizes[group]), row_group_size=sizes[group])
+            start += sizes[group]
     os.replace(tmp, path)
     return path
 
@@ -111,28 +134,37 @@ class Restored:
     unreadable: str = ""  # why the whole file could not be read ('' if it could)
 
 
+def _open(path: str | os.PathLike) -> tuple[pq.ParquetFile, dict]:
+    """The file and its index; ``ValueError`` naming the file when either cannot be read."""
+    try:
+        parquet = pq.ParquetFile(path, page_checksum_verification=True)
+        return parquet, _index(parquet.schema_arrow.metadata)
+    except Exception as err:  # noqa: BLE001 — any damage of the footer or the index
+        raise ValueError(f"{path}: its index cannot be read ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0] if str(err) else ''}); git checkout the file to restore it") from None
+
+
 def read_jobs(path: str | os.PathLike, job_ids: Sequence[str] | None = None):
     """Yield ``(job id, frame, entry, why)`` for the jobs of ``path`` (those of ``job_ids`` only,
     if given): the frame as exported and its index entry, or ``why`` it is damaged (frame None).
     Raises ``ValueError`` naming the file when its index cannot be read."""
-    try:
-        parquet = pq.ParquetFile(path, page_checksum_verification=True)
-        index = _index(parquet.schema_arrow.metadata)
-    except Exception as err:  # noqa: BLE001 — any damage of the footer or the index
-        raise ValueError(f"{path}: its index cannot be read ({type(err).__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else ''}); git checkout the file to restore it") from None
+    parquet, index = _open(path)
     wanted = sorted(index) if job_ids is None else sorted(set(job_ids) & set(index))
-    whole = None  # files without row groups per job: read once
-    for job_id in wanted:
+    groups: dict = {}  # row group (None: a file of one, written before row groups of a few jobs) → its rows
+
+    def rows(group):
+        if group not in groups:
+            groups.clear()  # one group in memory at a time (jobs are sorted: a group's jobs are read together)
+            groups[group] = (parquet.read() if group is None else parquet.read_row_group(group)).to_pandas()
+        return groups[group]
+
+    for job_id in sorted(wanted, key=lambda j: (index[j].get("row_group") or 0, j)):
         entry = index[job_id]
         try:
             if "row_group" in entry and entry["row_group"] is None:  # a job without rows
                 data = parquet.schema_arrow.empty_table().to_pandas()
-            elif "row_group" in entry:
-                data = parquet.read_row_group(entry["row_group"]).to_pandas()
             else:
-                whole = parquet.read().to_pandas() if whole is None else whole
-                data = whole
+                data = rows(entry.get("row_group"))
             frame = data[data["__job"] == job_id][entry["columns"]].reset_index(drop=True)
             frame = frame.astype({c: t for c, t in entry["dtypes"].items() if t != "object"})
         except Exception as err:  # noqa: BLE001 — a failed decompression, a page checksum, a wrong type …
@@ -150,14 +182,10 @@ def restore_jobs(path: str | os.PathLike, store: ResultsStore, job_ids: Sequence
     verifying it; a damaged job is named in one warning and left out (the sweep recomputes it)."""
     report = Restored()
     try:
-        wanted = jobs_in(path) if job_ids is None else set(job_ids) & jobs_in(path)
-    except Exception:  # noqa: BLE001 — named by read_jobs below
-        wanted = set(job_ids or ())
-    todo = [j for j in sorted(wanted) if store.state(j) != "ok"]
-    if not todo:
-        return report
-    try:
-        for job_id, frame, entry, why in read_jobs(path, todo):
+        held = set(_open(path)[1])
+        wanted = held if job_ids is None else set(job_ids) & held
+        todo = [j for j in sorted(wanted) if store.state(j) != "ok"]
+        for job_id, frame, entry, why in (read_jobs(path, todo) if todo else ()):
             if frame is None:
                 report.damaged[job_id] = why
                 log.warning("%s: job %s is damaged: %s; not restored, so it is recomputed (git checkout the file "
@@ -198,7 +226,7 @@ def restore_figures(figures, all_jobs: dict, store: ResultsStore, data_dir: Path
 
 
 def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]:
-    """Rewrite a data file in the current format — one row group per job, each with its checksum —
+    """Rewrite a data file in the current format — row groups of a few jobs, each job with its checksum —
     keeping every job's frame, metadata and code stamp; a stamp written before fingerprints, under
     which this checkout's rule of the time (same version and ``NUMERICS``) accepted the result as
     its own, gains the fingerprints of the components its run configs build (a job whose
