@@ -204,7 +204,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     plugins = plugins_from_env() if plugins is None else plugins
     import_plugins(plugins)
     plugins = list(plugins)
-    check_plugin_estimators()  # once, on a toy batch, before any job: not a traceback per job
+    check_plugin_estimators(jobs)  # once, on a toy batch, before any job: not a traceback per job
     for tmp in store.clean_temp():
         log.info("removed %s, left by a killed writer", tmp.name)
     report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})

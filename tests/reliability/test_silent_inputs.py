@@ -142,12 +142,13 @@ class Broken(Estimator):
     ("detached_pg", "-(t.token_advantages * t.logp).detach()", "its loss does not depend on logp")])
 def test_a_plugin_estimator_that_breaks_the_contract_is_caught_once_before_any_job(tmp_path, monkeypatch, name, body,
                                                                                     breach):
+    """Checked when a job names it (a NaN loss is a divergence, a result, not a breach)."""
     from sandbox.estimators import ESTIMATORS
 
     plugin = tmp_path / f"{name}_plugin.py"
     plugin.write_text(BROKEN.format(name=name, body=body))
     monkeypatch.setattr(ESTIMATORS, "_entries", dict(ESTIMATORS._entries))  # the plugin's entry goes after the test
-    job = Job.training(RunConfig(task="bandit", task_kwargs={"N": 2, "K": 3}, steps=2, estimator="reinforce"))
+    job = Job("tests.reliability.jobs:tick", {"x": 0, "recipe": {"estimator": name}})  # a job that names it
     monkeypatch.setattr(Job, "run", lambda self: pytest.fail("a job ran before the contract was checked"))
     with pytest.raises(ValueError) as err:
         run_sweep([job], ResultsStore(tmp_path / "r"), workers=1, progress=False, plugins=[str(plugin)])
@@ -222,4 +223,5 @@ def test_a_plugin_estimator_whose_loss_is_a_float_is_caught(tmp_path, monkeypatc
     monkeypatch.setattr(ESTIMATORS, "_entries", dict(ESTIMATORS._entries))
     with pytest.raises(ValueError, match="breaks the estimator contract on a toy batch of 2 × 6 × 3 tokens: its loss is a "
                                          "float, not a tensor"):
-        run_sweep([], ResultsStore(tmp_path / "r"), workers=1, progress=False, plugins=[str(plugin)])
+        run_sweep([Job("m:f", {"estimator": "float_call_pg"})], ResultsStore(tmp_path / "r"), workers=1,
+                  progress=False, plugins=[str(plugin)])
