@@ -3,7 +3,11 @@
 Written by ``sandbox reproduce --fidelity paper`` beside the figures it draws. It is rebuilt from
 what the runs stored (``results/claims/NAME.FIDELITY.json`` and ``results/notebooks/…``, checked
 by their checksums: a damaged one is named in one warning and its figure's row says to rerun it), so
-a run resumed after an interruption, or one that redraws a single figure, still lists them all.
+a run resumed after an interruption, or one that redraws a single figure, still lists them all. A
+figure this results folder has no record of keeps its rows of the file being replaced — its figure
+row, its claims and its headline rows — so ``sandbox reproduce gate --fidelity paper`` into a fresh
+folder updates gate's rows and keeps the others; the totals are counted over the whole new file
+(kept rows included; their job time from their per-seed data files, a job counted once).
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
 ``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
@@ -18,6 +22,9 @@ fail unless the code is wrong, so it is never evidence. Each figure's row links 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -44,18 +51,97 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
+_SPLIT = re.compile(r"(?<!\\)\|")  # a table cell boundary ("|" not escaped as "\|")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in _SPLIT.split(row.strip())[1:-1]]
+
+
+def _section(text: str, title: str) -> list[str]:
+    """The table rows (after the header and its rule) of the section ``## title``."""
+    lines = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0].splitlines() if f"## {title}\n" in text else []
+    rows = [line for line in lines if line.startswith("|")]
+    return rows[2:]
+
+
+@dataclass
+class Previous:
+    """The rows of a CLAIMS.md being replaced, by figure: its figure row, its claim rows, and the
+    headline rows (each with the figures it names)."""
+
+    figure_rows: dict[str, str] = field(default_factory=dict)
+    claim_rows: dict[str, list[str]] = field(default_factory=dict)
+    headline_rows: list[tuple[str, set[str]]] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Previous:
+        path = Path(path)
+        return cls.read_text(path.read_text()) if path.is_file() else cls()
+
+    @classmethod
+    def read_text(cls, text: str) -> Previous:
+        previous = cls()
+        for row in _section(text, "Figures"):
+            name = _cells(row)[0].strip("`")
+            previous.figure_rows[name] = row
+        for row in _section(text, "Claims"):
+            previous.claim_rows.setdefault(_cells(row)[0].strip("`"), []).append(row)
+        for row in _section(text, "Published numbers beside ours"):
+            previous.headline_rows.append((row, set(re.findall(r"`([a-z0-9][a-z0-9-]*)`", row))))
+        return previous
+
+
+def _seconds(text: str) -> float:
+    """Seconds of a CLAIMS.md time cell ('13 s', '1.4 min', '2.03 h'); 0 when unreadable."""
+    match = re.fullmatch(r"([\d.]+) (s|min|h)", text.strip())
+    return float(match.group(1)) * {"s": 1, "min": 60, "h": 3600}[match.group(2)] if match else 0.0
+
+
+def _data_seconds(data: Path | None) -> dict[str, float] | None:
+    """Job id → compute seconds of a per-seed data file (None if it cannot be read)."""
+    if data is None or not data.is_file():
+        return None
+    try:
+        from sandbox.analysis.figure_data import job_seconds_in
+
+        return job_seconds_in(data)
+    except Exception:  # noqa: BLE001 — an unreadable data file: the row's own figure
+        return None
+
+
+def _merge_headlines(new: str, previous: Previous, kept: set[str]) -> str:
+    """The new headline table, each row that names only kept figures (not run here) taken from the
+    previous file instead."""
+    if not (new and previous.headline_rows and kept):
+        return new
+    old = {tuple(_cells(row)[:3]): (row, names) for row, names in previous.headline_rows}
+    lines = new.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or i < 2:
+            continue
+        row, names = old.get(tuple(_cells(line)[:3]), (None, set()))
+        if row is not None and names and names <= kept:
+            lines[i] = row
+    return "\n".join(lines)
+
+
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
                     command: str = "", workers: int = 1, base_seed: int = 0,
                     last_run: tuple[int, float] | None = None, headlines: str = "",
                     causes: dict | None = None, data_dir: str | Path | None = None,
+                    previous: Previous | None = None, ran: Collection[str] = (),
                     audit: list[str] | None = None) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
-    ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md); ``audit``
-    the violations of ``sandbox.analysis.claim_audit``'s rules over every figure's claims."""
+    ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md);
+    ``previous`` the rows of the file being replaced, kept for the figures this invocation did not
+    run (not in ``ran``) and that have no record here; ``audit`` the violations of
+    ``sandbox.analysis.claim_audit``'s rules over every figure's claims."""
     results_dir = Path(results_dir)
-    published, causes = published or {}, causes or {}
+    published, causes, previous = published or {}, causes or {}, previous or Previous()
+    kept: set[str] = set()
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
     for figure in figures:
@@ -68,6 +154,19 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             log.warning("ignoring the damaged notebook record %s (%s)", record_path, why)
             rows.append(f"| `{figure.name}` | its record was damaged: run `sandbox reproduce {figure.name} "
                         f"--fidelity {fidelity}` again | | | | | |")
+            continue
+        if not (record and isinstance(record, dict)) and figure.name in previous.figure_rows and figure.name not in ran:
+            kept.add(figure.name)  # not run into this results folder: its rows as they were
+            rows.append(previous.figure_rows[figure.name])
+            cells = _cells(previous.figure_rows[figure.name])
+            seconds = _data_seconds(data)
+            job_time.update(seconds if seconds is not None else {f"{figure.name} (row)": _seconds(cells[3])})
+            total_notebooks += _seconds(cells[4])
+            for row in previous.claim_rows.get(figure.name, []):
+                kind, verdict = _cells(row)[2], _cells(row)[6].strip("*")
+                if (kind, verdict) in verdicts:
+                    verdicts[(kind, verdict)] += 1
+                claim_rows.append(row)
             continue
         if not (record and isinstance(record, dict)):
             rows.append(f"| `{figure.name}` | not run yet at {fidelity} fidelity | | | | | |")
@@ -102,7 +201,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
             f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time "
             f"(a job shared by two figures counts once here, in each figure's row below).{last}", "",
-            *(["## Published numbers beside ours", "", headlines, ""] if headlines else []),
+            *(["## Published numbers beside ours", "", _merge_headlines(headlines, previous, kept), ""]
+              if headlines else []),
             "## Figures", "",
             "Each figure's budget is in its row, against the paper's where the text available offline states it. "
             "The per-seed results behind a figure are its data file: `sandbox reproduce --fidelity paper` "
@@ -123,10 +223,14 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
 
 
 def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
+    """Write ``claims_markdown`` to ``path`` (atomically), keeping the rows of the figures this
+    invocation did not run (``ran``) and this results folder has no record of from the file it replaces."""
+    from sandbox.jobs.store import atomic_write
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(claims_markdown(figures, fidelity, results_dir, **kwargs))
-    return path
+    text = claims_markdown(figures, fidelity, results_dir, previous=Previous.read(path), **kwargs)
+    return atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def _audit_section(audit: list[str]) -> list[str]:
@@ -146,16 +250,19 @@ CLAIMS_JSON = "claims.json"
 
 
 def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str | Path,
-                      base_seed: int = 0) -> list:
+                      base_seed: int = 0, ran: Collection[str] = ()) -> list:
     """Write every figure's claims (``Claim`` fields, per-seed vectors included) to ``path`` as
-    plain JSON, one entry per claim, in figure order; a figure with no claims in ``results_dir``
-    (not run into this results folder) keeps the entries ``path`` already holds. Returns the claims."""
+    plain JSON, one entry per claim, in figure order; a figure this invocation did not run (not in
+    ``ran``) with no claims in ``results_dir`` keeps the entries ``path`` already holds, as
+    CLAIMS.md keeps its rows. Returns the claims."""
     import dataclasses
     import json
 
     from sandbox.analysis.claim_table import Claim, read_claims
+    from sandbox.jobs.store import atomic_write
 
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     previous: dict[str, list] = {}
     if path.is_file():
         for entry in json.loads(path.read_text()):
@@ -164,7 +271,8 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
     for figure in figures:
         claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
         fresh = claims and state not in ("missing", "corrupt")
-        entries += [dataclasses.asdict(c) for c in claims] if fresh else previous.get(figure.name, [])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(entries, indent=0, ensure_ascii=False) + "\n")
+        kept = [] if figure.name in ran else previous.get(figure.name, [])
+        entries += [dataclasses.asdict(c) for c in claims] if fresh else kept
+    text = json.dumps(entries, indent=0, ensure_ascii=False) + "\n"
+    atomic_write(path, lambda f: f.write(text.encode()))
     return [Claim(**{**e, "values": tuple(e.get("values", ()))}) for e in entries]

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from sandbox.advantages import ADVANTAGES
 from sandbox.cli_args import (
+    check_run_options,
     config_from_args,
     int_at_least,
     load_plugin,
     lock_timeout_option,
+    metrics_file,
     writable_dir,
-    writable_file,
 )
 from sandbox.cli_check import add_check_parser
 from sandbox.cli_score import add_score_parser
@@ -90,13 +91,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sandbox.cli_run import async_config_from_args, report, run_configs, train_and_store
     from sandbox.jobs.store import ResultsStore
 
+    out = metrics_file(args.out) if args.out else None  # before any work
     configs = run_configs(config_from_args(args), args.seeds)
-    out = writable_file(args.out, "--out") if args.out else None
     store = None if args.no_store else ResultsStore(writable_dir(args.results, "--results"))
     acfg = async_config_from_args(args)
     frame, run_ids, paths = train_and_store(configs, acfg, store, progress=not args.quiet)
     if out is not None:
-        frame.to_parquet(out)
+        frame.to_csv(out, index=False) if out.suffix.lower() == ".csv" else frame.to_parquet(out)
     print(report(frame, configs[0], run_ids))
     if paths:
         print(f"stored: {', '.join(str(p) for p in paths)}  (--no-store to skip)")
@@ -105,9 +106,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _with_ray(args: argparse.Namespace):
     """Start or join Ray for ``--backend ray`` (one line when no cluster answers); None otherwise."""
+    check_run_options(args)
     if args.backend != "ray":
-        if args.ray_address:
-            raise ValueError("--ray-address needs --backend ray")
         return None
     from sandbox.core.processes import start_ray
 
@@ -209,7 +209,8 @@ def add_run_parser(sub) -> None:
                         "(fixed, uniform, geometric or per_actor)")
     p.add_argument("--seeds", type=int_at_least(1), default=None,
                    help="seeds: task_kwargs.population = N where the task batches seeds, else N runs (seed, seed+1, …)")
-    p.add_argument("--out", help="also write the per-step metrics to this parquet file (checked before training)")
+    p.add_argument("--out", help="also write the per-step metrics to this file: NAME.parquet or NAME.csv "
+                                 "(checked before training)")
     p.add_argument("--results", default=os.environ.get("SANDBOX_RESULTS", "results"),
                    help="results store the run is saved to (default: results/ or $SANDBOX_RESULTS)")
     p.add_argument("--no-store", action="store_true", help="do not save the run in the results store")

@@ -5,6 +5,7 @@ names the option and what is valid."""
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import os
@@ -40,6 +41,19 @@ def writable_file(path: str, option: str) -> Path:
     return target
 
 
+#: what ``sandbox run --out`` writes, by the file's suffix
+METRICS_FORMATS = (".parquet", ".csv")
+
+
+def metrics_file(path: str, option: str = "--out") -> Path:
+    """A writable file for ``sandbox run``'s metrics, named ``.parquet`` or ``.csv`` (its format)."""
+    target = writable_file(path, option)
+    if target.suffix.lower() not in METRICS_FORMATS:
+        raise ValueError(f"{option} {path}: the file's suffix says its format; give one of "
+                         f"{', '.join(METRICS_FORMATS)} (e.g. {target.with_suffix('.parquet').name})")
+    return target
+
+
 def writable_dir(path: str, option: str) -> Path:
     """Check, before any work, that the folder ``path`` is (or can be made) writable."""
     from sandbox.core.validation import check_writable_dir
@@ -52,6 +66,16 @@ def check_path_given(path: str, option: str) -> None:
     """An empty path would mean the current folder: refuse it rather than write there."""
     if not str(path).strip():
         raise ValueError(f"{option} is empty; give a path (an empty one would write into the current folder)")
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """``--workers`` within its range for ``--backend``, and ``--ray-address`` only with ``--backend ray``
+    (it would be ignored otherwise): before any work."""
+    from sandbox.jobs.sweep import check_workers
+
+    check_workers(args.workers, args.backend, "--workers")
+    if args.ray_address and args.backend != "ray":
+        raise ValueError("--ray-address needs --backend ray (without it the address would be ignored)")
 
 
 def load_plugin(module: str) -> None:
@@ -72,10 +96,30 @@ def load_plugin(module: str) -> None:
     os.environ[PLUGINS_ENV] = os.pathsep.join(dict.fromkeys([*plugins_from_env(), spec]))
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that gives one key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(f"key {key!r} appears twice in one object; give it once")
+        seen[key] = value
+    return seen
+
+
+def loads(text: str):
+    """``json.loads`` that refuses a key given twice in one object (``DuplicateKey``)."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def parse_value(text: str):
     """A ``--set key=value`` value: JSON when it parses (numbers, lists, objects), else the string."""
     try:
-        return json.loads(text)
+        return loads(text)
+    except DuplicateKey as err:
+        raise ValueError(f"--set {text}: {err}") from None
     except json.JSONDecodeError:
         return text
 
@@ -85,7 +129,12 @@ def read_config_file(path: str) -> dict:
     if not file.is_file():
         raise ValueError(f"--config {path}: no such file (expected a JSON object of RunConfig fields)")
     try:
-        data = json.loads(file.read_text())
+        data = loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--config {path}: not UTF-8 text (byte {err.start} is {err.object[err.start]:#04x}); "
+                         "expected a JSON object of RunConfig fields") from None
+    except DuplicateKey as err:
+        raise ValueError(f"--config {path}: {err}") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
     if not isinstance(data, dict):
@@ -99,23 +148,32 @@ def config_from_args(args: argparse.Namespace):
     field that holds a string takes the text as it is: ``--set label=123`` is the label '123')."""
     from sandbox.runtime.config import RunConfig
 
-    data = read_config_file(args.config) if args.config else {}
-    given = []
+    base = read_config_file(args.config) if args.config else {}
+    sets = []
     for item in args.set or []:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        target = data
         *parents, leaf = key.split(".")
+        sets.append((item, parents, leaf, value))
+    first = _apply(base, sets, lambda parents, leaf, value: parse_value(value))  # which task, estimator … is set
+    # again, in the order given (a later --set wins, a whole object or one of its keys alike), each value
+    # parsed for the field it sets now that the task, estimator … are known
+    return RunConfig.from_dict(_apply(base, sets, lambda parents, leaf, value: set_value(_owner(parents, first),
+                                                                                         leaf, value)))
+
+
+def _apply(base: dict, sets: list, value_of) -> dict:
+    """``base`` (a deep copy) with every ``--set`` applied in order."""
+    data = copy.deepcopy(base)
+    for item, parents, leaf, value in sets:
+        target = data
         for parent in parents:
             target = target.setdefault(parent, {})
             if not isinstance(target, dict):
                 raise ValueError(f"--set {item}: {parent} is not a dict field")
-        target[leaf] = parse_value(value)
-        given.append((parents, leaf, value, target))
-    for parents, leaf, value, target in given:  # once every --set is in: the task, estimator … are known
-        target[leaf] = set_value(_owner(parents, data), leaf, value)
-    return RunConfig.from_dict(data)
+        target[leaf] = value_of(parents, leaf, value)
+    return data
 
 
 def _owner(parents: list[str], data: dict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sandbox.cli_args import check_run_options, writable_dir
+
 
 def add_check_parser(sub) -> None:
     """``sandbox check CONFIG``: a verl or TRL configuration on its own frictions, against the built-ins."""
@@ -37,17 +39,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.battery not in battery_names():
         raise ValueError(f"--battery must be one of {battery_names()}, got {args.battery!r}")
+    check_run_options(args)
     check_run_args(args.backend, args.workers)
+    results = writable_dir(args.results, "--results") if args.results is not None else None
+    out = writable_dir(args.out or f"checks/{Path(args.config).stem}-{args.battery}", "--out")  # before any compute
     parse_methods("--against", args.against)
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be an integer ≥ 1, got {args.seeds}")
     mapping, deploy, _ = prepare(args.config, args.battery, args.ignore, args.precision, args.seeds)
     print(mapping.text(), end="\n\n")
     print(deploy.describe(), end="\n\n")
-    out = Path(args.out or f"checks/{Path(args.config).stem}-{args.battery}")
     report = check(args.config, battery=args.battery, out=out, ignore=args.ignore, precision=args.precision,
                    against=args.against, seeds=args.seeds, backend=args.backend, workers=args.workers,
-                   results=args.results, progress=not args.quiet, ray_address=args.ray_address)
+                   results=results, progress=not args.quiet, ray_address=args.ray_address)
     jobs = [report.deployment.attrs["jobs"], report.standard.attrs["jobs"]]
     print(f"{sum(j['total'] for j in jobs)} jobs: {sum(j['reused'] for j in jobs)} reused, "
           f"{sum(j['computed'] for j in jobs)} computed")

@@ -16,7 +16,9 @@ import pandas as pd
 from scipy import stats
 
 from sandbox.analysis.stability import stability
-from sandbox.jobs.store import ResultsStore
+from sandbox.core.usage import recording
+from sandbox.jobs.fingerprints import static_components
+from sandbox.jobs.store import ResultsStore, job_code
 from sandbox.jobs.sweep import Job
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only
@@ -93,13 +95,15 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
     try:
         for config in configs:
             job = run_job(config, async_config)
-            if async_config is None:
-                frame = train(config, progress=progress)
-            else:
-                frame = train_async(config, async_config, progress=progress).assign(run_id=job.id)
+            with recording() as used:  # the components whose fingerprints the stored result keeps
+                if async_config is None:
+                    frame = train(config, progress=progress)
+                else:
+                    frame = train_async(config, async_config, progress=progress).assign(run_id=job.id)
             frame = frame.assign(job_id=job.id)
             if store is not None:
-                paths.append(store.write(job.id, frame, {"fn": job.fn, "params": job.params, "label": job.label}))
+                paths.append(store.write(job.id, frame, {"fn": job.fn, "params": job.params, "label": job.label},
+                                         job_code(used | (static_components(job.params) or set()))))
             frames.append(frame)
             run_ids.append(str(frame["run_id"].iloc[0]))
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sandbox.cli_args import lock_timeout_option, set_value, writable_dir
+from sandbox.cli_args import check_run_options, lock_timeout_option, set_value, writable_dir
 
 
 def add_score_parser(sub) -> None:
@@ -44,6 +44,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         raise ValueError("score needs NAME (an estimator or recipe), or --list-batteries")
+    check_run_options(args)
     settings = {}
     for plugin in args.score_plugins:  # the estimator's fields decide how --set values parse
         import_plugin(plugin)

@@ -312,7 +312,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         outcomes.append(outcome)
     if fidelity in CLAIMS_FILE_FIDELITIES:
         published = registry.published() if hasattr(registry, "published") else None
-        every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed)
+        every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed,
+                                  ran={f.name for f in chosen})
         audit = claim_audit.audit(every, published=published,
                                   **(registry.audit_rules() if hasattr(registry, "audit_rules") else {}))
         for line in audit:
@@ -323,7 +324,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           causes=registry.fail_causes() if hasattr(registry, "fail_causes") else None,
                           data_dir=figures_dir / "data",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
-                          base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started))
+                          base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started),
+                          ran={f.name for f in chosen})  # the others keep their rows of the file it replaces
     return outcomes
 
 

@@ -55,7 +55,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     built-ins are reused). With ``out``, writes ``check.md|png|json``. A key we do not model is a
     one-line ``ValueError`` naming it, unless in ``ignore``."""
     start = time.perf_counter()
-    check_run_args(backend, workers)
+    check_run_args(backend, workers, results=results, out=out, ray_address=ray_address)
     mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, label)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]
     store = default_store(results)

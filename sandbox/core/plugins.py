@@ -61,6 +61,9 @@ def import_plugins(specs: Sequence[str]) -> None:
             sys.modules[path.stem] = module
             try:
                 module_spec.loader.exec_module(module)
+            except SystemExit as err:
+                del sys.modules[path.stem]
+                raise _exited(spec, err) from None
             except BaseException:
                 del sys.modules[path.stem]
                 raise
@@ -69,14 +72,27 @@ def import_plugins(specs: Sequence[str]) -> None:
             importlib.import_module(spec)
         except ModuleNotFoundError as err:
             raise PluginError(f"plugin module {spec!r} cannot be imported: {err}") from err
+        except SystemExit as err:
+            raise _exited(spec, err) from None
+
+
+def _exited(spec: str, err: SystemExit) -> PluginError:
+    """A plugin that called ``sys.exit()`` while being imported (it would end the command silently)."""
+    return PluginError(f"plugin {spec!r} failed to load: it called sys.exit({'' if err.code is None else repr(err.code)}) "
+                       "while being imported")
 
 
 def load_env_plugins() -> None:
-    """Import ``$SANDBOX_PLUGINS``; a failure names the variable."""
-    try:
-        import_plugins(plugins_from_env())
-    except PluginError as err:
-        raise PluginError(f"{PLUGINS_ENV}: {err}") from None
+    """Import ``$SANDBOX_PLUGINS``; a failure names the variable and the entry (any error of the
+    plugin's own code included)."""
+    for spec in plugins_from_env():
+        try:
+            import_plugins([spec])
+        except PluginError as err:
+            raise PluginError(f"{PLUGINS_ENV}: {err}") from None
+        except Exception as err:  # the plugin's own code failed: name it, one line
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise PluginError(f"{PLUGINS_ENV}: plugin {spec!r} failed to load: {type(err).__name__}: {first}") from None
 
 
 def entry_points_of(group: str) -> dict[str, EntryPoint]:

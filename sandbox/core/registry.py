@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from sandbox.core.plugins import PLUGINS_ENV, load_env_plugins, plugins_from_env
+from sandbox.core.usage import note
 
 T = TypeVar("T")
 
@@ -69,6 +70,7 @@ class Registry(Generic[T]):
             raise ValueError(
                 f"unknown hyperparameter(s) {unknown} for {self.kind} {name!r}; valid: {sorted(fields)}"
             )
+        note(self.kind, name, cls, kwargs)  # a job's components (sandbox.core.usage)
         return cls(**kwargs)
 
     def names(self) -> list[str]:

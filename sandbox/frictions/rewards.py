@@ -59,6 +59,7 @@ class LabelFlip(Friction):
     other classes): R = 1[a = y']. Single-step tasks whose reward is 1[a = y] (MNIST, bandits)."""
 
     kind = "reward"
+    needs_label_reward = True  # only a task whose reward is 1[a = y] (``Task.label_reward``; RunConfig checks)
     p: float = 0.0  # strength, in [0, 1]
 
     def __post_init__(self) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from sandbox.core.usage import recording
 from sandbox.jobs.pool import LocalPool, import_plugins
 from sandbox.jobs.store import ResultsStore, job_code
 
@@ -21,22 +22,24 @@ if TYPE_CHECKING:
     from sandbox.jobs.sweep import Job
 
 
-def _timed(job: Job) -> tuple[pd.DataFrame, dict]:
-    """Run ``job``; its frame and its cost: wall ``seconds``, this process's ``cpu_seconds`` and
+def _timed(job: Job) -> tuple[pd.DataFrame, dict, dict]:
+    """Run ``job``; its frame, its cost — wall ``seconds``, this process's ``cpu_seconds`` and
     ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
-    ``sandbox.jobs.costs`` estimates the next sweeps' time from."""
+    ``sandbox.jobs.costs`` estimates the next sweeps' time from — and the code that made it, with
+    the fingerprints of the components it built (``sandbox.core.usage``)."""
     start, cpu = time.perf_counter(), time.process_time()
-    frame = job.run()
+    with recording() as used:
+        frame = job.run()
     cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
     ray = sys.modules.get("ray")
-    return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost
+    return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost, job_code(used)
 
 
 def _execute(job: Job, root: str) -> str | None:
     """Run one job and write its result (atomically) from this process; the error, if any."""
     try:
-        frame, cost = _timed(job)
-        ResultsStore(root).write(job.id, frame, {**job.metadata, **cost})
+        frame, cost, code = _timed(job)
+        ResultsStore(root).write(job.id, frame, {**job.metadata, **cost}, code)
         return None
     except Exception:  # one failing job must not stop the sweep
         return traceback.format_exc()
@@ -45,10 +48,10 @@ def _execute(job: Job, root: str) -> str | None:
 def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, dict]:
     import_plugins(plugins)
     try:
-        frame, cost = _timed(job)
-        return frame, job_code(), None, cost
+        frame, cost, code = _timed(job)
+        return frame, code, None, cost
     except Exception:
-        return None, job_code(), traceback.format_exc(), {}
+        return None, {}, traceback.format_exc(), {}
 
 
 class InProcess:

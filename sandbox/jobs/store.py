@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,6 +36,7 @@ import pyarrow.parquet as pq
 
 from sandbox.core.numerics import NUMERICS
 from sandbox.core.processes import HOST, process_alive, start_time
+from sandbox.jobs.fingerprints import changed, fingerprints
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +79,11 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
 
 
-def job_code() -> dict:
-    """``code_version()`` plus the hash of every ``sandbox`` module this process has imported (the
-    code a job just run can have used; ``PRESENTATION`` left out). A stored result stays valid while
-    those files are unchanged, whatever else of the package was edited."""
+def job_code(components: Iterable[str] | None = None) -> dict:
+    """``code_version()``, ``NUMERICS``, the hash of every ``sandbox`` module this process has
+    imported (``PRESENTATION`` left out) and, given the ``components`` a job used
+    (``sandbox.core.usage``), their numeric fingerprints (``sandbox.jobs.fingerprints``): a stored
+    result stays valid while those match, whatever code was moved or edited."""
     package = _package()
     modules = {}
     for module in list(sys.modules.values()):
@@ -92,28 +95,51 @@ def job_code() -> dict:
             rel = path.relative_to(package).as_posix()
             if rel not in PRESENTATION:
                 modules[rel] = _file_hash(path)
-    return {**code_version(), "numerics": NUMERICS, "modules": dict(sorted(modules.items()))}
+    code = {**code_version(), "numerics": NUMERICS, "modules": dict(sorted(modules.items()))}
+    if components is not None:
+        code["fingerprints"] = fingerprints(components)
+    return code
+
+
+def code_verdict(code: dict) -> tuple[str, dict[str, tuple[str, str]]]:
+    """Why a result's recorded ``code`` does not give this checkout's numbers ('' if it does), and
+    the components whose numbers changed ({key: (stored fingerprint, now)}).
+
+    With fingerprints (every result since issue 36): the same ``NUMERICS`` and the same fingerprint
+    of every component the job used — the package version and the bytes of the code do not matter.
+    Without (older results): the same package version and either the same whole-package hash or
+    the same bytes in every module the job had imported."""
+    if "fingerprints" in code:
+        if code.get("numerics") != NUMERICS:
+            return f"NUMERICS was bumped ({code.get('numerics')} → {NUMERICS})", {}
+        moved = changed(code["fingerprints"])
+        return ("the numbers of " + ", ".join(moved) + " changed" if moved else ""), moved
+    current = code_version()
+    if code.get("version") == current["version"]:
+        if code.get("source") == current["source"]:
+            return "", {}
+        modules = code.get("modules")
+        package = _package()
+        if modules and all(_file_hash(package / rel) == h for rel, h in modules.items()):
+            return "", {}
+    return (f"made by other code before results carried fingerprints ({code.get('version')}, "
+            f"{code.get('source')})" if code else "written before results carried provenance"), {}
 
 
 def same_code(code: dict) -> bool:
-    """Whether a result's recorded ``code`` gives this checkout's numbers: the same package version
-    and either the same whole-package hash, the same numerics version (``sandbox.core.numerics``:
-    the code moved, no number changed), or the same bytes in every module the job had imported."""
-    current = code_version()
-    if code.get("version") != current["version"]:
-        return False
-    if code.get("source") == current["source"] or code.get("numerics") == NUMERICS:
-        return True
-    modules = code.get("modules")
-    package = _package()
-    return bool(modules) and all(_file_hash(package / rel) == h for rel, h in modules.items())
+    return not code_verdict(code)[0]  # the result's recorded ``code`` gives this checkout's numbers
 
 
 def _digest(table: pa.Table) -> str:
     """sha256 over the schema's sandbox metadata, the column names and types, and every value."""
     meta = table.schema.metadata or {}
-    digest = hashlib.sha256(meta.get(_USER, b"") + b"\0" + meta.get(_CODE, b"") + b"\0")
-    frame = table.to_pandas()
+    return frame_digest(table.to_pandas(), meta.get(_USER, b""), meta.get(_CODE, b""))
+
+
+def frame_digest(frame: pd.DataFrame, metadata: bytes, code: bytes) -> str:
+    """The checksum a result carries: sha256 over its metadata and code (JSON bytes, as stored),
+    the column names and dtypes, and every value (``pd.util.hash_pandas_object``)."""
+    digest = hashlib.sha256(metadata + b"\0" + code + b"\0")
     digest.update(str([(name, str(dtype)) for name, dtype in frame.dtypes.items()]).encode())
     try:
         values = pd.util.hash_pandas_object(frame, index=False)
@@ -121,6 +147,11 @@ def _digest(table: pa.Table) -> str:
         values = pd.util.hash_pandas_object(frame.astype(str), index=False)
     digest.update(values.to_numpy().tobytes())
     return digest.hexdigest()
+
+
+def stamp(value: dict) -> bytes:
+    """A result's metadata or code as its schema stores them (and its checksum covers them)."""
+    return json.dumps(value, sort_keys=True).encode()
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
@@ -154,10 +185,11 @@ def _record_sum(data, code: dict) -> str:
 
 def write_record(path: str | os.PathLike, data, code: dict | None = None) -> Path:
     """Atomically write ``data`` (JSON) as ``{"data", "code", "checksum"}``: ``code`` (default: this
-    process's ``job_code()``) and a sha256 over both, as a job result carries them."""
+    process's ``job_code(())``: no component, so valid while ``NUMERICS`` stands) and a sha256 over
+    both, as a job result carries them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    code = code or job_code()
+    code = code or job_code(())  # a record uses no component: valid while NUMERICS stands
     text = json.dumps({"data": data, "code": code, "checksum": _record_sum(data, code)}, indent=1)
     return atomic_write(path, lambda f: f.write(text.encode()))
 
@@ -182,6 +214,15 @@ def read_record(path: str | os.PathLike) -> tuple[object, str, str]:
     return saved["data"], "ok", ""
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A result's state ('missing', 'corrupt', 'stale', 'ok'), why, and the components whose numbers changed."""
+
+    state: str
+    why: str = ""
+    changed: dict = field(default_factory=dict)
+
+
 class ResultsStore:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_ROOT
@@ -200,30 +241,38 @@ class ResultsStore:
         ``job_code()``) and their checksum in the parquet schema."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
-        meta[_USER] = json.dumps(metadata or {}, sort_keys=True).encode()
-        meta[_CODE] = json.dumps(code or job_code(), sort_keys=True).encode()
+        meta[_USER] = stamp(metadata or {})
+        meta[_CODE] = stamp(code or job_code())
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
         return atomic_write(self.path(job_id), lambda f: pq.write_table(table, f))
 
-    def _load(self, job_id: str) -> tuple[pa.Table | None, str]:
-        """The table and its state (without reading a missing or unreadable file twice)."""
+    def _load(self, job_id: str) -> tuple[pa.Table | None, Verdict]:
+        """The table and its verdict (without reading a missing or unreadable file twice)."""
         if not self.exists(job_id):
-            return None, "missing"
+            return None, Verdict("missing")
         try:
             table = pq.read_table(self.path(job_id))
             meta = table.schema.metadata or {}
+            if _SUM not in meta and _CODE not in meta and b"pandas" in meta:
+                table.to_pandas()  # readable at all?
+                return table, Verdict("stale", "written before results carried provenance")
             if _SUM not in meta or _CODE not in meta:
-                return table, "stale"  # written before results carried provenance
+                return None, Verdict("corrupt", "its checksum or code stamp is missing")
             if meta[_SUM].decode() != _digest(table):
-                return None, "corrupt"
+                return None, Verdict("corrupt", "checksum mismatch")
             code = json.loads(meta[_CODE])
-        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
-            return None, "corrupt"
-        return table, "ok" if same_code(code) else "stale"
+        except Exception as err:  # noqa: BLE001 — any unreadable result is corrupt (damaged pandas metadata
+            return None, Verdict("corrupt", f"unreadable: {type(err).__name__}")  # raises KeyError, TypeError …)
+        why, moved = code_verdict(code)
+        return table, Verdict("stale", why, moved) if why else Verdict("ok")
 
     def state(self, job_id: str) -> str:
         """'missing', 'corrupt', 'stale' (made by other code) or 'ok'; reads and verifies the file."""
+        return self._load(job_id)[1].state
+
+    def verdict(self, job_id: str) -> Verdict:
+        """``state`` with why: the damage, or the components whose numbers changed."""
         return self._load(job_id)[1]
 
     def quick_state(self, job_id: str) -> str:
@@ -233,13 +282,14 @@ class ResultsStore:
             return "missing"
         try:
             code = self.code(job_id)
-        except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError):
+        except Exception:  # noqa: BLE001 — unreadable: corrupt
             return "corrupt"
         return "ok" if code and same_code(code) else "stale"
 
     def read(self, job_id: str) -> pd.DataFrame:
         """The verified frame of ``job_id`` (stale results are returned: the sweep decides on them)."""
-        table, state = self._load(job_id)
+        table, verdict = self._load(job_id)
+        state = verdict.state
         if state == "missing":
             raise ValueError(f"no results for job {job_id} in {self.root}")
         if state == "corrupt":

@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import json
 import logging
+import numbers
 import os
 import time
 from collections import Counter, deque
@@ -32,14 +33,35 @@ from sandbox.core.processes import HOST
 from sandbox.core.validation import check_choice
 from sandbox.jobs import costs
 from sandbox.jobs.backends import InProcess, LocalProcesses, RayTasks
+from sandbox.jobs.canaries import check_plugin_estimators
 from sandbox.jobs.pool import import_plugins, plugins_from_env
-from sandbox.jobs.store import ResultsStore, code_version
+from sandbox.jobs.store import ResultsStore
 from sandbox.runtime.config import RunConfig, _freeze
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "ray")
 ATTEMPTS = 2  # a job whose worker dies is run once more, then recorded as failed
+#: local worker processes per CPU at most: a job is CPU-bound on one thread, so more processes only
+#: oversubscribe the machine (1,000 started 30 processes on 2 cores and promised "about 34 s")
+WORKERS_PER_CPU = 4
+#: Ray tasks in flight at most: a cluster's CPUs are not known before it is joined
+MAX_RAY_WORKERS = 4096
+
+
+def max_workers(backend: str = "local") -> int:
+    return MAX_RAY_WORKERS if backend == "ray" else WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_workers(workers, backend: str = "local", name: str = "workers") -> None:
+    """``workers``: None (the CPU count) or an integer in 1..``max_workers(backend)`` — not a bool."""
+    high = max_workers(backend)
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or not 1 <= workers <= high:
+        why = (f"{WORKERS_PER_CPU} per CPU of this machine's {os.cpu_count()}" if backend != "ray"
+               else "Ray tasks in flight")
+        raise ValueError(f"{name} must be None or an integer in 1..{high} ({why}), got {workers!r}")
 
 
 #: job functions under the name their results were stored by → where they live now; the name, not
@@ -117,6 +139,7 @@ class SweepReport:
     recomputed: dict[str, str] = field(default_factory=dict)  # job id → 'corrupt' | 'stale' (other code)
     accepted_stale: list[str] = field(default_factory=list)  # kept although made by other code
     elsewhere: int = 0  # finished meanwhile by another sweep on the same folder
+    changed: dict[str, int] = field(default_factory=dict)  # component whose numbers changed → results recomputed
 
     @property
     def ok(self) -> bool:
@@ -169,8 +192,7 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
         raise ValueError(f"store must be a ResultsStore, got {type(store).__name__}")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
+    check_workers(workers, backend)
     if not poll_seconds > 0:
         raise ValueError(f"poll_seconds must be > 0, got {poll_seconds!r}")
     lock_timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
@@ -182,14 +204,17 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     plugins = plugins_from_env() if plugins is None else plugins
     import_plugins(plugins)
     plugins = list(plugins)
+    check_plugin_estimators(jobs)  # once, on a toy batch, before any job: not a traceback per job
     for tmp in store.clean_temp():
         log.info("removed %s, left by a killed writer", tmp.name)
     report = SweepReport(total=len(jobs), skipped=0, computed=0, failed={})
     todo = []
     keep_stale = (lambda job_id: accept_stale_code) if isinstance(accept_stale_code, bool) \
         else (lambda job_id: job_id in accept_stale_code)
+    verdicts = {}
     for job in jobs:
-        state = store.state(job.id)
+        verdict = store.verdict(job.id)
+        state = verdict.state
         if state == "ok" or (state == "stale" and keep_stale(job.id)):
             report.skipped += 1
             if state == "stale":
@@ -197,8 +222,9 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
             continue
         if state != "missing":
             report.recomputed[job.id] = state
+            verdicts[job.id] = verdict
         todo.append(job)
-    _log_verdicts(report, store)
+    _log_verdicts(report, verdicts)
     if progress and announce and todo:
         finished = {j.id for j in jobs} - {j.id for j in todo}
         plan = costs.plan(jobs, finished, workers, store)
@@ -228,20 +254,33 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     return report
 
 
-def _log_verdicts(report: SweepReport, store: ResultsStore) -> None:
-    now = code_version()
-    stale = [j for j, why in report.recomputed.items() if why == "stale"]
-    corrupt = [j for j, why in report.recomputed.items() if why == "corrupt"]
-    if stale:
-        log.warning("%d stored result(s) were made by other code (now sandbox %s, source %s; e.g. %s: %s); "
-                    "recomputing them (accept_stale_code=True keeps them): %s", len(stale), now["version"],
-                    now["source"], stale[0], {k: v for k, v in store.code(stale[0]).items() if k != "modules"} or "no provenance",
-                    ", ".join(stale))
+def _log_verdicts(report: SweepReport, verdicts: dict) -> None:
+    """One warning per component whose numbers changed (with the results recomputed for it), one
+    for the other stale results, one for the kept and one for the corrupt ones."""
+    by_component: dict[str, list[str]] = {}
+    other: dict[str, list[str]] = {}
+    for job_id, verdict in verdicts.items():
+        if verdict.state != "stale":
+            continue
+        for key in verdict.changed:
+            by_component.setdefault(key, []).append(job_id)
+        if not verdict.changed:
+            other.setdefault(verdict.why, []).append(job_id)
+    report.changed = {key: len(ids) for key, ids in by_component.items()}
+    for key, ids in sorted(by_component.items()):
+        old, new = next(verdicts[j].changed[key] for j in ids)
+        log.warning("the numbers of %s changed (fingerprint %s → %s): recomputing the %d result(s) made with "
+                    "the old ones (accept_stale_code=True keeps them): %s", key, old, new, len(ids), ", ".join(ids))
+    for why, ids in other.items():
+        log.warning("%d stored result(s) are stale (%s); recomputing them (accept_stale_code=True keeps them): %s",
+                    len(ids), why, ", ".join(ids))
     if report.accepted_stale:
         log.warning("keeping %d result(s) made by other code (accept_stale_code): %s",
                     len(report.accepted_stale), ", ".join(report.accepted_stale))
+    corrupt = [j for j, v in verdicts.items() if v.state == "corrupt"]
     if corrupt:
-        log.warning("%d stored result(s) are corrupt; recomputing them: %s", len(corrupt), ", ".join(corrupt))
+        log.warning("%d stored result(s) are corrupt (%s); recomputing them: %s", len(corrupt),
+                    verdicts[corrupt[0]].why, ", ".join(corrupt))
 
 
 def lock_timeout_from_env() -> float:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sandbox.core.usage import note
 from sandbox.core.validation import (
     check_choice,
     check_field_types,
@@ -20,6 +21,9 @@ from sandbox.core.validation import (
 )
 
 PROXIMAL = ("auto", "behavior", "recompute")
+#: the largest seed: a run's seed is stored in the int64 columns of its result (2**64 trained, then
+#: its result could not be written)
+SEED_MAX = 2**63 - 1
 HISTORY = ("params", "rollouts")
 
 
@@ -42,6 +46,26 @@ def _build(where: str, make: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         return make(*args, **kwargs)
     except (ValueError, TypeError) as err:
         raise ValueError(f"{where}: " + " ".join(str(err).split())) from None
+
+
+def _label_tasks() -> list[str]:
+    from sandbox.tasks import TASKS
+
+    return [name for name in TASKS.names() if getattr(TASKS.get(name), "label_reward", False)]
+
+
+def _check_schedule(schedule, steps: int) -> None:
+    """A per_actor schedule that never delays within the run although ``D`` > 0 would be a
+    synchronous run under a stale name: its delay d_t = (t mod n_actors)·D // n_actors is 0 for
+    every t < min(steps, n_actors) when (min(steps, n_actors) − 1)·D < n_actors."""
+    if schedule.kind != "per_actor" or schedule.D == 0 or steps == 0:
+        return
+    n, D = schedule.n_actors, schedule.D
+    largest = (min(steps, n) - 1) * D // n
+    if largest == 0:
+        raise ValueError(f"staleness: per_actor with n_actors={n}, D={D} and steps={steps} never delays (d_t = "
+                         f"(t mod n_actors)·D // n_actors is 0 at every step): a synchronous run; it delays when "
+                         f"n_actors ≥ 2, D ≥ 2 and n_actors ≤ D·(steps − 1)")
 
 
 def _freeze(value: Any) -> Any:
@@ -104,7 +128,7 @@ class RunConfig:
         self._resolve_task_defaults()
         check_int("steps", self.steps, low=0)
         check_int("log_points", self.log_points, low=1)
-        check_int("seed", self.seed, low=0)
+        check_int("seed", self.seed, low=0, high=SEED_MAX)  # stored in int64 columns of every result
         check_range("lr", self.lr, low=0.0, low_open=True)
         for name in ("task", "estimator", "advantage", "optimizer", "label"):
             if not isinstance(getattr(self, name), str):
@@ -160,11 +184,21 @@ class RunConfig:
             _build(where_kwargs, check_field_types, cls, kwargs)
             built[where] = _build(where_kwargs, registry.make, entry, **kwargs)
         schedule = _build("staleness", DelaySchedule.from_dict, self.staleness)
+        _check_schedule(schedule, self.steps)
+        for i, (name, _) in enumerate(self.frictions):
+            friction, task = built[f"frictions[{i}]"], built["task"]
+            if getattr(friction, "needs_label_reward", False) and not getattr(task, "label_reward", False):
+                raise ValueError(f"frictions[{i}] {name}: flips the label of a reward 1[a = y], but task {self.task!r} "
+                                 f"pays no such reward ({type(task).__doc__.split('.')[0].strip()}); use it on a task "
+                                 f"whose reward is a label match: {', '.join(_label_tasks())}")
         stale = min(schedule.max_delay, self.steps)  # snapshots of parameters or rollouts the run keeps
         why = f"staleness D={schedule.max_delay} (history={self.history!r} keeps {stale} stale copies)" if stale else ""
         _build("task_kwargs", check_task_memory, built["task"], stale * (self.history == "params"),
                stale * (self.history == "rollouts"), why)
         PopulationOptimizer(self.optimizer, lr=self.lr)
+        note("optimizer", self.optimizer)  # the components a job's numbers depend on (sandbox.core.usage)
+        note("staleness", schedule.kind, DelaySchedule, {k: v for k, v in self.staleness.items() if k != "kind"})
+        note("runtime", "loop")
 
     def to_dict(self) -> dict[str, Any]:
         return _freeze(dataclasses.asdict(self))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from sandbox.core.validation import check_writable_dir
 from sandbox.jobs.store import ResultsStore
-from sandbox.jobs.sweep import BACKENDS
+from sandbox.jobs.sweep import BACKENDS, check_workers
 from sandbox.scoring.battery import Battery, as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write
@@ -48,11 +48,7 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     ``settings``: ``{"eta": 0.5}`` — estimator hyperparameters, or the recipe keys ``advantage``,
     ``advantage_kwargs``, ``controllers``.
     """
-    check_run_args(backend, workers)
-    if out is not None:  # before any compute: a report that cannot be written is known now
-        if not str(out).strip():
-            raise ValueError("out is empty; give a folder for the report (an empty one would write into the current folder)")
-        check_writable_dir(out, "out")
+    check_run_args(backend, workers, results=results, out=out, ray_address=ray_address)
     plugins = tuple([plugin] if isinstance(plugin, str) else plugin or ())
     for p in plugins:
         if Path(p).suffix == ".py" and not Path(p).is_file():
@@ -70,12 +66,23 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     return frame
 
 
-def check_run_args(backend: str, workers: int | None) -> None:
-    """A backend in ``BACKENDS`` and ``workers`` None or an integer ≥ 1, else a one-line error."""
+def check_run_args(backend: str, workers: int | None, *, results: str | Path | None = None,
+                   out: str | Path | None = None, ray_address: str | None = None) -> None:
+    """The options ``score`` and ``check`` share, checked before any compute, else a one-line error:
+    a backend in ``BACKENDS``; ``workers`` None or an integer in 1..``max_workers`` (not a bool);
+    ``ray_address`` only with ``backend='ray'``; ``results`` and ``out`` folders that can be written
+    (an empty path would write into the current folder)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if workers is not None and not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    check_workers(workers, backend)
+    if ray_address is not None and backend != "ray":
+        raise ValueError(f"ray_address {ray_address!r} needs backend='ray' (it would be ignored)")
+    for name, path in (("results", results), ("out", out)):
+        if path is None:
+            continue
+        if not str(path).strip():
+            raise ValueError(f"{name} is empty; give a folder (an empty one would write into the current folder)")
+        check_writable_dir(path, name)
 
 
 def score_recipe(recipe: Recipe, battery: Battery, baselines: Sequence[Recipe], store: ResultsStore,

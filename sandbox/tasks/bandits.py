@@ -76,6 +76,7 @@ class GaussianBandit(Bandit):
     """Two arms: arm 0 pays 1, arm 1 pays N(mu, sigma²) — the gambling arm. The better arm in
     expectation is the correct one; a negative control where gating on surprisal can hurt."""
 
+    label_reward = False  # arm 1 pays N(mu, sigma²): no label to flip
     K: int = 2
     mu: float = 0.9  # mean payoff of the gambling arm
     sigma: float = 1.0  # its standard deviation, ≥ 0

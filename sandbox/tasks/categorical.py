@@ -47,6 +47,9 @@ class CategoricalTask(Task):
     batch; for each of ``reference_estimators`` (names), those of its exact expected update in logit space.
     """
 
+    #: the reward is 1[a = y] for a label y (what ``label_flip`` flips; ``RunConfig`` checks)
+    label_reward = True
+
     env: ContextualEnv
     policy: CategoricalPolicy
     batch_size: int
