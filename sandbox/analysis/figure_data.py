@@ -69,7 +69,7 @@ def _row_groups(entries: Sequence[tuple[str, pd.DataFrame, dict, dict]]) -> list
     """The row group of each entry: consecutive jobs, each group within ``GROUP_SECONDS`` of compute
     and ``GROUP_JOBS`` jobs (a job alone where it takes longer)."""
     groups, group, seconds, count = [], 0, 0.0, 0
-    for _, frame, metadata, _ in entries:
+    for _, _frame, metadata, _ in entries:
         cost = float(metadata.get("seconds", 0.0) or 0.0)
         if count and (count >= GROUP_JOBS or seconds + cost > GROUP_SECONDS):
             group, seconds, count = group + 1, 0.0, 0

@@ -154,7 +154,7 @@ def _estimator(name: str, settings: dict, digest) -> bool:
 
     estimator = make_estimator(name, **settings)
     for label, kw in (("a", {}), ("b", {"per_token": True, "spread": 0.3, "proximal": True})):
-        _guarded(digest, label, lambda: estimator_outcome(estimator, toy_terms(**kw)))
+        _guarded(digest, label, lambda kw=kw: estimator_outcome(estimator, toy_terms(**kw)))
     return True
 
 
@@ -171,7 +171,7 @@ def _advantage(name: str, settings: dict, digest) -> bool:
     needs = {k: v for k, v in extras.items() if k in advantage.needs}
     for label, rewards in (("binary", (torch.rand(2, 6, generator=g) > 0.5).to(torch.float64)),
                            ("real", torch.randn(2, 6, generator=g, dtype=torch.float64))):
-        _guarded(digest, label, lambda: advantage(rewards, group, **needs))
+        _guarded(digest, label, lambda rewards=rewards: advantage(rewards, group, **needs))
     return True
 
 
@@ -186,7 +186,7 @@ def _controller(name: str, settings: dict, digest) -> bool:
     for step in range(3):
         grads = [torch.randn(2, 3, generator=g, dtype=torch.float64), torch.randn(2, 2, 2, generator=g,
                                                                                   dtype=torch.float64)]
-        _guarded(digest, f"step{step}", lambda: dataclasses.asdict(controller.step(grads, terms, metrics, (2,))))
+        _guarded(digest, f"step{step}", lambda grads=grads: dataclasses.asdict(controller.step(grads, terms, metrics, (2,))))
     return True
 
 

@@ -85,7 +85,7 @@ def fingerprint(key: str) -> str:
     return _fingerprint(key, class_of(kind, name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fingerprint(key: str, cls: type | None) -> str:
     import torch
 
