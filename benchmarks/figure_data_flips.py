@@ -44,7 +44,7 @@ def outcome(path: Path, intact: dict[str, tuple]) -> tuple[str, int]:
     except Exception:  # noqa: BLE001 — anything else is a crash
         return "crash", 0
     named = 0
-    for job_id, frame, entry, why in got:
+    for job_id, frame, entry, _why in got:
         if frame is None:
             named += 1
             continue

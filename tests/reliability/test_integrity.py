@@ -166,7 +166,7 @@ def test_every_committed_data_file_carries_a_checksum_per_job_and_the_fingerprin
     # numbers today's code does not reproduce (deterministically other numbers): their results count as made by
     # other code (sandbox reproduce keeps them as committed evidence; a sweep would recompute them)
     assert stamped >= total - 3, (stamped, total)
-    for job_id, frame, entry, why in figure_data.read_jobs(DATA / "gate.parquet"):
+    for _job_id, frame, _entry, why in figure_data.read_jobs(DATA / "gate.parquet"):
         assert frame is not None, why
     flips = _flips_benchmark().measure(DATA / "gate.parquet", flips=60, seed=random.Random(0).randrange(99),
                                        all_bytes=False)
