@@ -58,6 +58,7 @@ class HFTextTask(Task):
 
     default_lr = 3e-3
     one_model_per_run: ClassVar[bool] = True  # seeds run as separate configs (`sandbox run --seeds`)
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
 
     env: str = "arithmetic"
     env_kwargs: dict = field(default_factory=dict)
@@ -159,7 +160,7 @@ class HFTextTask(Task):
                               tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
 
     def init_params(self, generator):
-        model = self.build_model(generator)
+        model = self.build_model(generator).to(self.device)
         self.policy = CausalLMPolicy(model, temperature=self.temperature, method=self.logprob,
                                      chunk_size=self.chunk_size, backend=self.backend,
                                      trainable=last_layers(model, self.train_layers) if self.train_layers else None)
@@ -179,14 +180,16 @@ class HFTextTask(Task):
         T = self.new_tokens
         target, _ = encode_batch(self.tok, answers, side="right", length=T, append_eos=True)
         wrong_ids, _ = encode_batch(self.tok, wrong, side="right", length=T, append_eos=True)
-        return {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "target": target, "wrong": wrong_ids,
-                "answers": answers}
+        move = lambda x: x.to(self.device)  # noqa: E731
+        return {"prompt_ids": move(prompt_ids), "prompt_mask": move(prompt_mask), "target": move(target),
+                "wrong": move(wrong_ids), "answers": answers}
 
     def draw_batch(self, generator):
         self._require_policy()
         n, G = self.prompts_per_step, self.samples_per_prompt
         rows = self._encode_problems(self.text_env.sample(n, generator), G)
-        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows, group=torch.arange(n).repeat_interleave(G))
+        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows,
+                     group=torch.arange(n, device=self.device).repeat_interleave(G))
 
     def friction_context(self, batch, seed):
         vocab = self.policy.vocab_size if self.policy is not None else self.n_actions  # the model's, may be > the tokenizer's
@@ -195,9 +198,9 @@ class HFTextTask(Task):
                                wrong_actions=batch.rows["wrong"].unsqueeze(0), seed=seed)
 
     def score_text(self, actions: Tensor, answers: Sequence[str]) -> Tensor:
-        """Rewards ``[B]`` of completions ``[B, T]``."""
-        texts = [self.tok.decode(row, errors="replace") for row in actions]
-        return self.text_env.scores(texts, answers)
+        """Rewards ``[B]`` of completions ``[B, T]`` (the verifier reads text: on the host)."""
+        texts = [self.tok.decode(row, errors="replace") for row in actions.cpu()]
+        return self.text_env.scores(texts, answers).to(actions.device)
 
     def reward(self, batch, actions, generator):
         return self.score_text(actions[0], batch.rows["answers"]).unsqueeze(0)
@@ -251,7 +254,8 @@ class HFTextTask(Task):
                                   pad_id=self.tok.pad_id, generator=generator,
                                   chain=SamplingChain(temperature=self.temperature))
         rewards = self.score_text(comp.tokens, batch["answers"])
-        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens, batch["answers"])])
+        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens.cpu(), batch["answers"])],
+                             device=self.device)
         low, high = self.reward_range
         mean = rewards.mean()
         return {"reward": mean.reshape(1), "accuracy": exact.float().mean().reshape(1),
