@@ -103,3 +103,41 @@ def test_a_diverging_member_is_frozen_without_asking_the_host(monkeypatch):
 
 def assert_frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+
+
+def test_jobs_move_to_a_device_only_where_their_task_can_run():
+    from sandbox.jobs.devices import on_device
+    from sandbox.jobs.sweep import Job
+
+    seq = Job.training(RunConfig(task="reverse_copy", task_kwargs=SEQ, steps=2))
+    bandit = Job.training(RunConfig(task="bandit", steps=2))
+    nested = Job("simulations.llm:sync_equivalence", {"config": RunConfig(task="hf_text", steps=2).to_dict()})
+    cell = Job("sandbox.scoring.runner:score_cell", {"cell": {"run": {"task": "reverse_copy", "task_kwargs": {}}},
+                                                     "recipe": {"estimator": "dg"}})
+    assert on_device([seq, bandit], "cpu") == [seq, bandit]
+    moved = on_device([seq, bandit, nested, cell], "cuda")
+    assert moved[0].params["device"] == "cuda" and moved[0].id != seq.id
+    assert moved[1] == bandit  # a CPU-only task stays
+    assert moved[2].params["config"]["device"] == "cuda" and moved[3].params["cell"]["run"]["device"] == "cuda"
+    assert RunConfig.from_dict(moved[0].params).device == "cuda"
+
+
+def test_the_command_line_takes_a_device(monkeypatch, capsys):
+    from sandbox.cli import main
+    from sandbox.cli_args import use_device
+
+    for command in ("run", "reproduce", "sweep", "score", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--device DEVICE" in capsys.readouterr().out, command
+    with pytest.raises(SystemExit):
+        main(["run", "--set", "task=reverse_copy", "--device", "gpu"])
+    assert "device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
+    monkeypatch.delenv("SANDBOX_DEVICE", raising=False)
+    use_device(type("Args", (), {"device": "cuda:1"})())
+    from sandbox.jobs.devices import device_from_env
+
+    assert device_from_env() == "cuda:1"
+    monkeypatch.setenv("SANDBOX_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="^SANDBOX_DEVICE: device must be"):
+        device_from_env()
