@@ -106,3 +106,19 @@ def test_smollm2_loads_offline_and_trains_two_steps_on_the_cpu(monkeypatch):
     assert all(not torch.equal(b, p.detach()) for b, p in zip(before, run.params))
     assert torch.equal(model.model.layers[0].self_attn.q_proj.weight, first_layer)
     assert not bool(run.diverged.any())
+
+
+def test_a_conversion_made_elsewhere_is_used_without_the_package(monkeypatch, tmp_path):
+    """A machine that cannot install the package (the GPU run's) converts a carried copy of the file
+    (``convert_file``); ``checkpoint_dir`` then finds it by its marker, and only one of the pinned version."""
+    monkeypatch.setenv("SANDBOX_MODELS", str(tmp_path))
+    monkeypatch.setitem(hub.PRETRAINED, "smollm2-135m", dataclasses.replace(SMOLLM2, distribution="no-such-dist"))
+    with pytest.raises(ValueError, match="needs no-such-dist"):
+        hub.checkpoint_dir("smollm2-135m")
+    folder = tmp_path / "smollm2-135m"
+    folder.mkdir()
+    (folder / "sandbox-source.json").write_text('{"source": "no-such-dist-0.1.2-98362432"}')
+    assert hub.require_pretrained("smollm2-135m") is None and hub.checkpoint_dir("smollm2-135m") == folder
+    (folder / "sandbox-source.json").write_text('{"source": "no-such-dist-0.0.9-98362432"}')  # another version
+    with pytest.raises(ValueError, match="needs no-such-dist"):
+        hub.checkpoint_dir("smollm2-135m")

@@ -66,12 +66,14 @@ def models_dir() -> Path:
     return Path(os.environ.get("SANDBOX_MODELS") or Path.home() / ".cache" / "sandbox" / "models")
 
 
-def require_pretrained(name: str) -> Path:
-    """The model file of ``name``; one ``ValueError`` line naming the install command when its
-    package (or ``gguf``, which reads it) is absent."""
+def require_pretrained(name: str) -> Path | None:
+    """The model file of ``name``, or None when only its converted checkpoint is here (``convert_file``);
+    one ``ValueError`` line naming the install command when neither is, or ``gguf`` is missing."""
     check_choice("model", name, tuple(PRETRAINED))
     spec = PRETRAINED[name]
     path = spec.model_file()
+    if path is None and _converted_here(name):
+        return None
     missing = [] if path is not None else [spec.distribution]
     for module in ("gguf", "accelerate", "transformers"):
         if importlib.util.find_spec(module) is None:
@@ -84,12 +86,39 @@ def require_pretrained(name: str) -> Path:
 def checkpoint_dir(name: str) -> Path:
     """The converted local checkpoint of ``name`` (made on first use; see the module docstring)."""
     source = require_pretrained(name)
+    folder = models_dir() / name
+    if source is None:  # converted from a copy of the file (a machine without the package)
+        return folder
     spec = PRETRAINED[name]
-    stamp = f"{spec.distribution}-{importlib.metadata.version(spec.distribution)}-{source.stat().st_size}"
+    stamp = _stamp(spec, importlib.metadata.version(spec.distribution), source)
+    if not _current(folder, {"source": stamp}):
+        _convert(source, folder, {"source": stamp, "model": name, "file": spec.filename})
+    return folder
+
+
+def convert_file(name: str, source: str | Path) -> Path:
+    """Convert a copy of ``name``'s model file (the same bytes as the pinned package's, e.g. carried
+    to a machine that cannot install it) into ``models_dir()``; ``checkpoint_dir`` then finds it."""
+    check_choice("model", name, tuple(PRETRAINED))
+    spec, source = PRETRAINED[name], Path(source)
+    stamp = _stamp(spec, spec.version, source)
     folder = models_dir() / name
     if not _current(folder, {"source": stamp}):
         _convert(source, folder, {"source": stamp, "model": name, "file": spec.filename})
     return folder
+
+
+def _stamp(spec: PackagedModel, version: str, source: Path) -> str:
+    return f"{spec.distribution}-{version}-{source.stat().st_size}"
+
+
+def _converted_here(name: str) -> bool:
+    """Whether ``models_dir()`` holds a finished conversion of ``name`` from its pinned package version."""
+    marker = models_dir() / name / "sandbox-source.json"
+    if not marker.is_file():
+        return False
+    spec = PRETRAINED[name]
+    return json.loads(marker.read_text()).get("source", "").startswith(f"{spec.distribution}-{spec.version}-")
 
 
 def _current(folder: Path, stamp: dict) -> bool:
@@ -105,7 +134,8 @@ def _save_plain(model, folder: Path) -> None:
     from safetensors.torch import save_file
 
     config = model.config.to_dict()
-    config.pop("quantization_config", None)
+    for key in ("quantization_config", "_name_or_path"):  # the latter: where it was converted
+        config.pop(key, None)
     config["torch_dtype"] = config["dtype"] = "float32"
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
     state = model.state_dict()
@@ -159,4 +189,4 @@ def _convert(source: Path, folder: Path, stamp: dict) -> None:
         raise
 
 
-__all__ = ["PRETRAINED", "PackagedModel", "checkpoint_dir", "models_dir", "require_pretrained"]
+__all__ = ["PRETRAINED", "PackagedModel", "checkpoint_dir", "convert_file", "models_dir", "require_pretrained"]
