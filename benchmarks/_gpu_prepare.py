@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,49 @@ def _version(name: str) -> str | None:
 
 def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# ----------------------------------------------------------------------------- on the device
+def random_smollm2(gpu_dir: Path) -> Path:
+    """A checkpoint of SmolLM2-135M's config and tokenizer (carried in .gpu/smollm2-meta) with random weights."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    meta, folder = gpu_dir / "smollm2-meta", Path("/tmp/smollm2-random")
+    if not (folder / "model.safetensors").is_file():
+        shutil.copytree(meta, folder, dirs_exist_ok=True)
+        AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    return folder
+
+
+def model_on_device(gpu_dir: Path, models: Path) -> bool:
+    """Assemble the carried parts of the SmolLM2 file (if all are here) and convert it once."""
+    import hashlib
+
+    os.environ.setdefault("SANDBOX_MODELS", str(models))
+    from sandbox.policies.hf.pretrained import PRETRAINED, _converted_here, convert_file
+
+    if _converted_here("smollm2-135m"):
+        return True
+    if PRETRAINED["smollm2-135m"].model_file() is not None:
+        return True
+    meta = gpu_dir / "smollm2-meta" / "gguf.json"
+    if not meta.is_file():
+        return False
+    plan = json.loads(meta.read_text())
+    parts = [gpu_dir / f"model-{i + 1}" / "part" for i in range(plan["parts"])]
+    if not all(p.is_file() for p in parts):
+        print("model parts here:", [p.parent.name for p in parts if p.is_file()])
+        return False
+    whole, digest = Path("/tmp/smollm2.gguf"), hashlib.sha256()
+    with whole.open("wb") as f:
+        for p in parts:
+            data = p.read_bytes()
+            digest.update(data)
+            f.write(data)
+    if digest.hexdigest() != plan["sha256"]:
+        raise RuntimeError("the assembled SmolLM2 file does not match its sha256: carry the parts of one --prepare")
+    convert_file("smollm2-135m", whole)
+    return True
 
 
 def import_panel(parquet: str, results: str) -> int:

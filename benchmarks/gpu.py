@@ -122,6 +122,24 @@ def count_syncs(fn) -> int | None:
     return sum("synchroniz" in str(w.message).lower() for w in caught)
 
 
+def measure_steps(learner, device, warmup: int, steps: int) -> tuple[float, int | None]:
+    """Seconds of ``steps`` learner steps (rollout, update, history) after ``warmup`` (kernels compiled,
+    the allocator grown; peak memory counted from there), and the host syncs of one more step."""
+    import torch
+
+    def one(step: int) -> None:
+        learner.update(step, learner.rollout(step))
+        learner.after_update(step + 1)
+
+    for step in range(warmup):
+        one(step)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    seconds = sum(timed(lambda s=s: one(s), device) for s in range(warmup, warmup + steps))
+    syncs = count_syncs(lambda: one(warmup + steps)) if device.type == "cuda" else None
+    return seconds, syncs
+
+
 def timed(fn, device) -> float:
     import torch
 
@@ -201,7 +219,9 @@ def grpo(run: Run) -> dict:
                 "eval_prompts": 2, "hidden": 16, "layers": 1}
         steps, what = 2, "a tiny random Qwen2 (rehearsal)"
     else:
-        task = {"path": str(random_smollm2()), "tokenizer": "checkpoint", "chat": True, "env": "arithmetic",
+        from _gpu_prepare import random_smollm2
+
+        task = {"path": str(random_smollm2(GPU_DIR)), "tokenizer": "checkpoint", "chat": True, "env": "arithmetic",
                 "env_kwargs": {"digits": 1, "extract": "last"}, "max_new_tokens": 128, "temperature": 0.7,
                 "prompts_per_step": 16, "samples_per_prompt": 8, "eval_prompts": 16}
         steps, what = 5, "SmolLM2-135M architecture and tokenizer, random weights, 16 prompts × 8 samples, ≤ 128 tokens"
@@ -212,14 +232,7 @@ def grpo(run: Run) -> dict:
         config = RunConfig(task="hf_text", task_kwargs={**task, "dtype": dtype}, estimator="ppo", advantage="grpo",
                            lr=1e-6, steps=steps + 2, device=device.type)
         learner = ActorLearner(config)
-        one = lambda step: learner.update(step, learner.rollout(step))  # noqa: E731
-        for step in range(2):  # warm-up: kernels compiled, allocator grown
-            one(step)
-            learner.after_update(step + 1)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-        seconds = sum(timed(lambda: (one(s), learner.after_update(s + 1)), device) for s in range(2, 2 + steps))
-        syncs = count_syncs(lambda: one(steps + 2))
+        seconds, syncs = measure_steps(learner, device, warmup=2, steps=steps)
         out["runs"].append({"dtype": dtype, "steps_per_s": steps / seconds, "seconds_per_step": seconds / steps,
                             "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None,
                             "syncs_per_step": syncs, "tokens_per_step": learner.task.batch_size * learner.task.new_tokens})
@@ -227,17 +240,6 @@ def grpo(run: Run) -> dict:
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return out
-
-
-def random_smollm2() -> Path:
-    """A checkpoint of SmolLM2-135M's config and tokenizer (carried in .gpu/smollm2-meta) with random weights."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    meta, folder = GPU_DIR / "smollm2-meta", Path("/tmp/smollm2-random")
-    if not (folder / "model.safetensors").is_file():
-        shutil.copytree(meta, folder, dirs_exist_ok=True)
-        AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
-    return folder
 
 
 def population(run: Run) -> dict:
@@ -261,11 +263,8 @@ def population(run: Run) -> dict:
             task = {"population": S, **({"eval_prompts": 2, "eval_samples": 2} if run.args.rehearse else {})}
             learner = ActorLearner(RunConfig(task="reverse_copy", task_kwargs=task, estimator="dg", steps=100,
                                              device=device))
-            one = lambda step: (learner.update(step, learner.rollout(step)), learner.after_update(step + 1))  # noqa: E731
-            one(0)
             steps = 2 if run.args.rehearse else 20
-            seconds = sum(timed(lambda: one(s), torch.device(device)) for s in range(1, 1 + steps))
-            syncs = count_syncs(lambda: one(steps + 1)) if device == "cuda" else None
+            seconds, syncs = measure_steps(learner, torch.device(device), warmup=1, steps=steps)
             rows.append({"device": device, "population": S, "seed_steps_per_s": S * steps / seconds,
                          "seconds_per_step": seconds / steps, "syncs_per_step": syncs})
         except Exception as err:
@@ -294,7 +293,9 @@ def panel(run: Run) -> dict:
                                        staleness={"kind": "fixed", "D": s} if s else {}, label=f"{m} | s={s}"))
                 for seed in range(2) for s in (0, 1) for m in ("reinforce", "dg")]
     else:
-        if not model_on_device():
+        from _gpu_prepare import model_on_device
+
+        if not model_on_device(GPU_DIR, MODELS):
             raise RuntimeError("the SmolLM2 file is not on this machine (carry every .gpu/model-N part: --prepare)")
         from simulations.llm import pretrained_jobs
 
@@ -323,37 +324,6 @@ def panel(run: Run) -> dict:
     if len(done) < len(jobs):
         raise RuntimeError(f"{len(done)} of {len(jobs)} jobs done; the next call goes on (carry gpu-panel.parquet)")
     return status
-
-
-def model_on_device() -> bool:
-    """Assemble the carried parts of the SmolLM2 file (if all are here) and convert it once."""
-    import hashlib
-
-    os.environ.setdefault("SANDBOX_MODELS", str(MODELS))
-    from sandbox.policies.hf.pretrained import PRETRAINED, _converted_here, convert_file
-
-    if _converted_here("smollm2-135m"):
-        return True
-    if PRETRAINED["smollm2-135m"].model_file() is not None:
-        return True
-    meta = GPU_DIR / "smollm2-meta" / "gguf.json"
-    if not meta.is_file():
-        return False
-    plan = json.loads(meta.read_text())
-    parts = [GPU_DIR / f"model-{i + 1}" / "part" for i in range(plan["parts"])]
-    if not all(p.is_file() for p in parts):
-        log.info("model parts here: %s", [p.parent.name for p in parts if p.is_file()])
-        return False
-    whole, digest = Path("/tmp/smollm2.gguf"), hashlib.sha256()
-    with whole.open("wb") as f:
-        for p in parts:
-            data = p.read_bytes()
-            digest.update(data)
-            f.write(data)
-    if digest.hexdigest() != plan["sha256"]:
-        raise RuntimeError("the assembled SmolLM2 file does not match its sha256: carry the parts of one --prepare")
-    convert_file("smollm2-135m", whole)
-    return True
 
 
 #: name → (function, seconds it needs at least to start)

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     chosen = list(CANDIDATES.items())
     if args.tasks:
         chosen = [chosen[int(i)] for i in args.tasks.split(",")]
-    lines = [f"| task (env, fields) | T | passed / n | rate | 95% Clopper–Pearson | example |",
+    lines = ["| task (env, fields) | T | passed / n | rate | 95% Clopper–Pearson | example |",
              "|---|---|---|---|---|---|"]
     start = time.perf_counter()
     for label, (name, kwargs) in chosen:

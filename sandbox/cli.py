@@ -127,11 +127,10 @@ def _stop_ray(started) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.jobs.costs import announce, finished_ids, plan
+    from sandbox.jobs.devices import device_from_env, on_device
     from sandbox.jobs.store import ResultsStore
     from sandbox.jobs.sweep import run_sweep, unique_jobs
     from sandbox.reproduce import figures as figure_registry
-
-    from sandbox.jobs.devices import device_from_env, on_device
 
     use_device(args)
     figures = figure_registry().select(args.names)

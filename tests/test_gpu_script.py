@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu.py"
@@ -66,3 +67,34 @@ def test_without_cuda_the_gpu_run_refuses_in_one_line(tmp_path):
     if torch.cuda.is_available():
         return
     assert done.returncode == 1 and "--rehearse" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_model_file_is_assembled_from_its_carried_parts(tmp_path, monkeypatch):
+    """The parts --prepare cut the file into, carried one per call, are joined and checked (sha256)
+    before the conversion; a missing part leaves it for a later call."""
+    import hashlib
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from _gpu_prepare import model_on_device
+
+    from sandbox.policies.hf import pretrained
+
+    data = os.urandom(1000)
+    gpu = tmp_path / ".gpu"
+    (gpu / "smollm2-meta").mkdir(parents=True)
+    (gpu / "smollm2-meta" / "gguf.json").write_text(json.dumps(
+        {"file": "x.gguf", "bytes": 1000, "parts": 3, "sha256": hashlib.sha256(data).hexdigest()}))
+    monkeypatch.setenv("SANDBOX_MODELS", str(tmp_path / "models"))
+    monkeypatch.setattr(pretrained.PackagedModel, "model_file", lambda self: None)  # a machine without the package
+    converted = []
+    monkeypatch.setattr(pretrained, "convert_file", lambda name, source: converted.append(Path(source).read_bytes()))
+    for i, piece in enumerate((data[:334], data[334:668])):
+        (gpu / f"model-{i + 1}").mkdir()
+        (gpu / f"model-{i + 1}" / "part").write_bytes(piece)
+    assert not model_on_device(gpu, tmp_path / "models") and not converted  # part 3 not here yet
+    (gpu / "model-3").mkdir()
+    (gpu / "model-3" / "part").write_bytes(data[668:])
+    assert model_on_device(gpu, tmp_path / "models") and converted == [data]
+    (gpu / "model-3" / "part").write_bytes(data[668:][::-1])  # parts of another --prepare
+    with pytest.raises(RuntimeError, match="sha256"):
+        model_on_device(gpu, tmp_path / "models")

@@ -11,8 +11,8 @@ from torch import Tensor
 
 from sandbox.advantages import Advantage, compute_advantages
 from sandbox.core.rollout import Rollout
-from sandbox.core.validation import on_host
 from sandbox.core.terms import EstimatorOutput, PGTerms
+from sandbox.core.validation import on_host
 from sandbox.estimators.base import Estimator, sequence_log_ratio
 from sandbox.tasks.base import Task
 
