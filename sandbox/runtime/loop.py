@@ -308,7 +308,7 @@ class ActorLearner:
 
     def _row(self, step: int, metrics: dict[str, Tensor], wall: float) -> pd.DataFrame:
         S = self.population
-        diverged = self.diverged.cpu()
+        diverged = self.diverged.cpu().clone()  # not a view of the live tensor (on the CPU .cpu() is the same one)
         newly = diverged & ~self._logged_diverged
         if bool(newly.any()):
             log.info("members %s diverged", torch.nonzero(newly).flatten().tolist())

@@ -141,3 +141,14 @@ def test_the_command_line_takes_a_device(monkeypatch, capsys):
     monkeypatch.setenv("SANDBOX_DEVICE", "tpu")
     with pytest.raises(ValueError, match="^SANDBOX_DEVICE: device must be"):
         device_from_env()
+
+
+def test_a_newly_diverged_member_is_logged_once_at_a_log_point(caplog):
+    import logging
+
+    run = ActorLearner(RunConfig(task="bandit", task_kwargs=BANDIT, estimator="reinforce", lr=0.1, steps=10,
+                                 log_points=10))
+    run.estimator = ExplodesMember0(calls=[])
+    with caplog.at_level(logging.INFO, logger="sandbox.runtime.loop"):
+        run.run()
+    assert [r.getMessage() for r in caplog.records if "diverged" in r.getMessage()] == ["members [0] diverged"]
