@@ -182,7 +182,12 @@ def _convert(source: Path, folder: Path, stamp: dict) -> None:
         old = folder.with_name(f".{folder.name}-old-{os.getpid()}")
         if folder.exists():
             folder.rename(old)
-        tmp.rename(folder)
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process renamed its copy in meanwhile
+            if not _current(folder, stamp):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
