@@ -153,6 +153,10 @@ def timed(fn, device) -> float:
 
 
 # ----------------------------------------------------------------------------- sections
+#: seconds after which a section starts no new measurement (the rest waits for the next call)
+SHARE = {"kernels": 150, "grpo": 90, "population": 60}
+
+
 def env(run: Run) -> dict:
     import importlib.metadata as md
 
@@ -186,9 +190,10 @@ def kernels(run: Run) -> dict:
     methods += ["torch_lce"] if hasattr(torch.nn.functional, "linear_cross_entropy") else []
     rows = run.state["sections"].get("kernels", {}).get("rows", [])
     measured = {(tuple(r["size"]), r["method"]) for r in rows}
+    stop = time.monotonic() + SHARE["kernels"]  # the later sections' time is theirs
     for size in sizes:
         for method in methods:
-            if (tuple(size), method) in measured or run.left() < 20:
+            if (tuple(size), method) in measured or run.left() < 20 or time.monotonic() > stop:
                 continue
             case = {"size": list(size), "method": method, "dtype": "bfloat16" if cuda else "float32", "chunk": 1024,
                     "repeats": 5, "device": "cuda" if cuda else "cpu", "threads": None}
@@ -226,8 +231,9 @@ def grpo(run: Run) -> dict:
                 "prompts_per_step": 16, "samples_per_prompt": 8, "eval_prompts": 16}
         steps, what = 5, "SmolLM2-135M architecture and tokenizer, random weights, 16 prompts × 8 samples, ≤ 128 tokens"
     out = {"model": what, "runs": []}
+    stop = time.monotonic() + SHARE["grpo"]
     for dtype in ("float32", "bfloat16"):
-        if run.left() < 60 and out["runs"]:
+        if (run.left() < 60 or time.monotonic() > stop) and out["runs"]:
             break
         config = RunConfig(task="hf_text", task_kwargs={**task, "dtype": dtype}, estimator="ppo", advantage="grpo",
                            lr=1e-6, steps=steps + 2, device=device.type)
@@ -253,8 +259,9 @@ def population(run: Run) -> dict:
     if run.args.rehearse:
         sizes = [("cpu", 2)]
     rows = []
+    stop = time.monotonic() + SHARE["population"]
     for device, S in sizes:
-        if run.left() < 45 and rows:
+        if (run.left() < 45 or time.monotonic() > stop) and rows:
             break
         threads = torch.get_num_threads()
         if device == "cpu":
