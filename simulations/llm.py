@@ -158,8 +158,10 @@ PRETRAINED_FIDELITY = {
              "train_layers": 4, "prompts_per_step": 8, "samples_per_prompt": 8, "eval_prompts": 64, "log_points": 8},
 }
 PRETRAINED_METHODS = {m: method_fields(m) for m in ("REINFORCE", "TIS", "DG")}
-#: Adam's step for the trained layers: 1e-4, not tuned yet — a pilot of synchronous REINFORCE on seed
-#: 100 (no figure's seed) decides it before the paper run; the claims do not depend on it
+#: Adam's step for the trained layers, set by one pilot before any figure run (the claims were stated
+#: before it): synchronous REINFORCE at 1e-4 on seed 100, no figure's seed, at the paper size, learnt
+#: (evaluation reward 0.38 → 0.88 by step 8, 0.81 at step 24, on 16 problems) without collapsing;
+#: no other step was tried (simulations/data/llm_pretrained_pilot.csv)
 PRETRAINED_LR = 1e-4
 
 
