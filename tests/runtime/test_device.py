@@ -68,6 +68,33 @@ def test_a_population_step_on_the_meta_device_never_asks_the_host(estimator, ext
     assert run.diverged.device.type == "meta"
 
 
+def _active(name: str) -> dict:
+    """The friction at a nonzero strength: every float field whose default is 0 set to 0.1."""
+    import dataclasses
+
+    from sandbox.frictions import FRICTIONS
+
+    return {f.name: 0.1 for f in dataclasses.fields(FRICTIONS.get(name))
+            if isinstance(f.default, float) and f.default == 0.0}
+
+
+def _friction_names() -> list[str]:
+    from sandbox.frictions import FRICTIONS
+
+    return list(FRICTIONS.names())
+
+
+@pytest.mark.parametrize("name", _friction_names())
+def test_every_friction_keeps_its_draws_on_the_device(name):
+    """Each friction, active, through two steps on the meta device (its noise is drawn on the CPU
+    generator and moved: the same draws on every device)."""
+    run = _on(RunConfig(task="reverse_copy", task_kwargs=SEQ, estimator="dg", steps=2, log_points=1,
+                        frictions=((name, _active(name)),), staleness={"kind": "uniform", "D": 1}), "meta")
+    for step in range(2):
+        run.update(step, run.rollout(step))
+        run.after_update(step + 1)
+
+
 def _without_host(monkeypatch):
     """Every module's ``on_host`` answers False: the code path of an accelerator, on the CPU."""
     for module in list(sys.modules.values()):
