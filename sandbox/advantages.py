@@ -15,7 +15,7 @@ from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from sandbox.core.registry import Registry
-from sandbox.core.validation import check_choice, check_range, check_shape, check_tensor
+from sandbox.core.validation import check_choice, check_range, check_shape, check_tensor, on_host
 
 ADVANTAGES: Registry[Advantage] = Registry("advantage")
 #: the inputs beyond (rewards, group) an advantage may list in ``needs``
@@ -43,14 +43,16 @@ def _check_rewards_group(rewards: Tensor, group: Tensor | None) -> Tensor:
             f"group must have shape {tuple(rewards.shape)} or {tuple(rewards.shape[-1:])} matching "
             f"rewards, got {tuple(group.shape)}"
         )
-    if bool((group < 0).any()):
+    if on_host(group) and bool((group < 0).any()):
         raise ValueError("group ids must be non-negative integers")
     return group
 
 
 def group_stats(values: Tensor, group: Tensor, weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Per-sequence (weighted) group sums: returns (Σ_group w·v, Σ_group w) gathered back to ``[*P, B]``."""
-    n_groups = int(group.max()) + 1
+    # the number of groups is asked of the host on the CPU; on an accelerator one column per row
+    # (ids are < B) keeps the host out of the step, and the extra all-zero columns change no sum
+    n_groups = int(group.max()) + 1 if on_host(group) else group.shape[-1]
     onehot = torch.nn.functional.one_hot(group, n_groups).to(values.dtype)  # [*P?, B, G]
     w = torch.ones_like(values) if weights is None else weights
     onehot = onehot.expand(*values.shape, n_groups)
@@ -229,7 +231,7 @@ class MaxRL(Advantage):
     baseline_from_group = True
 
     def compute(self, rewards, group, **extras):
-        if bool((rewards < 0).any()):
+        if on_host(rewards) and bool((rewards < 0).any()):
             raise ValueError("rewards must be >= 0 for maxrl (the group mean estimates a success probability)")
         sums, counts = group_stats(rewards, group)
         mean = sums / counts
@@ -292,7 +294,7 @@ def _check_weights(name: str, x: Tensor, rewards: Tensor) -> None:
     """A ratio or squared norm: float, finite, ≥ 0, one per reward."""
     check_tensor(name, x, dtype="float")
     check_shape(name, x, rewards.shape, "rewards")
-    if bool((x < 0).any()):
+    if on_host(x) and bool((x < 0).any()):
         raise ValueError(f"{name} must be ≥ 0 everywhere, got a minimum of {float(x.min()):.3g}")
 
 

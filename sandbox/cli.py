@@ -18,10 +18,12 @@ from sandbox.advantages import ADVANTAGES
 from sandbox.cli_args import (
     check_run_options,
     config_from_args,
+    device_option,
     int_at_least,
     load_plugin,
     lock_timeout_option,
     metrics_file,
+    use_device,
     writable_dir,
 )
 from sandbox.cli_check import add_check_parser
@@ -92,7 +94,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sandbox.jobs.store import ResultsStore
 
     out = metrics_file(args.out) if args.out else None  # before any work
-    configs = run_configs(config_from_args(args), args.seeds)
+    config = config_from_args(args)
+    configs = run_configs(config.replace(device=args.device) if args.device else config, args.seeds)
     store = None if args.no_store else ResultsStore(writable_dir(args.results, "--results"))
     acfg = async_config_from_args(args)
     frame, run_ids, paths = train_and_store(configs, acfg, store, progress=not args.quiet)
@@ -124,13 +127,15 @@ def _stop_ray(started) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the sweeps of figures (or groups) without their notebooks; resumable."""
     from sandbox.jobs.costs import announce, finished_ids, plan
+    from sandbox.jobs.devices import device_from_env, on_device
     from sandbox.jobs.store import ResultsStore
     from sandbox.jobs.sweep import run_sweep, unique_jobs
     from sandbox.reproduce import figures as figure_registry
 
+    use_device(args)
     figures = figure_registry().select(args.names)
     store = ResultsStore(writable_dir(args.results, "--results"))
-    jobs = {figure.name: figure.jobs(args.fidelity) for figure in figures}
+    jobs = {figure.name: on_device(figure.jobs(args.fidelity), device_from_env()) for figure in figures}
     everything = unique_jobs([j for js in jobs.values() for j in js])
     started, failed = _with_ray(args), 0
     try:
@@ -151,6 +156,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     """Sweeps + notebooks → figures and a PASS/FAIL table of every claim."""
     from sandbox.reproduce import default_figures_dir, reproduce, summary
 
+    use_device(args)
     figures = writable_dir(args.figures or str(default_figures_dir(args.fidelity)), "--figures")
     results = writable_dir(args.results, "--results")
     started = _with_ray(args)
@@ -219,6 +225,7 @@ def add_run_parser(sub) -> None:
                    help="run on Ray with this many rollout workers (0: the simulated loop)")
     p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
+    device_option(p, "the run's device (the same as --set device=…)")
     p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")
 
 
@@ -236,6 +243,7 @@ def sweep_options(q: argparse.ArgumentParser) -> None:
     q.add_argument("--accept-stale-code", action="store_true",
                    help="keep stored results made by another version of the sandbox/ source (default: recompute them)")
     lock_timeout_option(q)
+    device_option(q)
 
 
 RESUME = "finished results are kept in {results}/; rerun the same command to resume"

@@ -235,3 +235,27 @@ def seconds_at_least_0(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number of seconds ≥ 0, got {text!r}")
     return value
 
+
+
+def device_option(q: argparse.ArgumentParser, what: str = "run configs whose task can run there (the others stay "
+                  "on the CPU)") -> None:
+    q.add_argument("--device", type=device_name, default=None,
+                   help=f"cpu (default), cuda or cuda:N: {what}; a device other than cpu is part of a run's id")
+
+
+def device_name(text: str) -> str:
+    """An argparse type: 'cpu', 'cuda' or 'cuda:N'."""
+    from sandbox.runtime.config import check_device
+
+    try:
+        check_device(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def use_device(args: argparse.Namespace) -> None:
+    """``--device`` for the job lists a command builds (``sandbox.jobs.devices``, ``$SANDBOX_DEVICE``,
+    which notebook kernels and worker processes inherit)."""
+    if getattr(args, "device", None):
+        os.environ["SANDBOX_DEVICE"] = args.device

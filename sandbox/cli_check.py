@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sandbox.cli_args import check_run_options, writable_dir
+from sandbox.cli_args import check_run_options, device_option, use_device, writable_dir
 
 
 def add_check_parser(sub) -> None:
@@ -28,6 +28,7 @@ def add_check_parser(sub) -> None:
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray)")
     p.add_argument("--results", default=None, help="results folder (default: $SANDBOX_RESULTS or results)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    device_option(p, "the cells whose task can run there (the others stay on the CPU)")
     p.set_defaults(func=cmd_check)
 
 
@@ -46,6 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     parse_methods("--against", args.against)
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be an integer ≥ 1, got {args.seeds}")
+    use_device(args)
     mapping, deploy, _ = prepare(args.config, args.battery, args.ignore, args.precision, args.seeds)
     print(mapping.text(), end="\n\n")
     print(deploy.describe(), end="\n\n")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from sandbox.cli_args import check_run_options, lock_timeout_option, set_value, writable_dir
+from sandbox.cli_args import (
+    check_run_options,
+    device_option,
+    lock_timeout_option,
+    set_value,
+    use_device,
+    writable_dir,
+)
 
 
 def add_score_parser(sub) -> None:
@@ -29,6 +36,7 @@ def add_score_parser(sub) -> None:
     p.add_argument("--results", default=None, help="results folder (default: $SANDBOX_RESULTS or results)")
     p.add_argument("--list-batteries", action="store_true", help="print every battery's cells and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    device_option(p, "the cells whose task can run there (the others stay on the CPU)")
     lock_timeout_option(p)
     p.set_defaults(func=cmd_score)
 
@@ -45,6 +53,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not args.name:
         raise ValueError("score needs NAME (an estimator or recipe), or --list-batteries")
     check_run_options(args)
+    use_device(args)
     settings = {}
     for plugin in args.score_plugins:  # the estimator's fields decide how --set values parse
         import_plugin(plugin)

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
-from sandbox.core.validation import check_choice, check_range, check_tensor
+from sandbox.core.validation import check_choice, check_range, check_tensor, on_host
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
 
@@ -96,7 +96,7 @@ class Controller:
         for i, g in enumerate(grads):
             check_tensor(f"grads[{i}]", g, dtype="float", finite=False)
         flat = flatten_grads(grads, population_shape)
-        if not bool(torch.isfinite(flat).all()):
+        if on_host(flat) and not bool(torch.isfinite(flat).all()):
             raise ValueError("grads contain NaN or inf")
         new_flat, new_metrics, skip = self.transform(flat, terms, dict(metrics or {}))
         lr_scale = new_metrics.get("lr_scale", torch.ones(flat.shape[:-1], dtype=flat.dtype, device=flat.device))
@@ -186,7 +186,7 @@ class GradientAlignment(Controller):
         skip = c > self.c_skip
         project = (c > self.c_proj) & ~skip
         out = flat
-        if reference is not None and bool(project.any()):
+        if reference is not None and (not on_host(project) or bool(project.any())):
             unit = reference / reference.norm(dim=-1, keepdim=True).clamp(min=1e-12)
             parallel = (flat * unit).sum(-1, keepdim=True) * unit
             out = torch.where(project.unsqueeze(-1), flat - self.strength * parallel, flat)

@@ -40,6 +40,7 @@ from sandbox.analysis.provenance import git_commit
 from sandbox.claims_file import CLAIMS_JSON, write_claims_file, write_claims_json
 from sandbox.core.plugins import entry_points_of
 from sandbox.jobs.costs import announce
+from sandbox.jobs.devices import device_from_env, on_device
 from sandbox.jobs.seeds import offset_seeds
 from sandbox.jobs.store import ResultsStore, read_record, write_record
 from sandbox.jobs.sweep import Job, run_sweep, unique_jobs
@@ -252,7 +253,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     results_dir = Path(results_dir)
     figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
-    all_jobs = {f.name: offset_seeds(f.jobs(fidelity), base_seed) for f in chosen}
+    device = device_from_env()  # --device: run configs whose task can, on that device (sandbox.jobs.devices)
+    all_jobs = {f.name: on_device(offset_seeds(f.jobs(fidelity), base_seed), device) for f in chosen}
     committed = figure_data.restore_figures(chosen, all_jobs, store, figures_dir / "data") \
         if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed else set()
     if progress:

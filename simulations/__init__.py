@@ -116,6 +116,7 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
             workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """The results of figure ``name`` at ``fidelity`` (default ``$SANDBOX_FIDELITY``) and base seed
     ``$SANDBOX_BASE_SEED`` (default 0), running missing jobs first (``$SANDBOX_WORKERS`` processes)."""
+    from sandbox.jobs.devices import device_from_env, on_device
     from sandbox.jobs.seeds import base_seed_from_env, offset_seeds
 
     fidelity = fidelity or fidelity_from_env()
@@ -123,7 +124,7 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     figure = select([name])[0]
     store = store or ResultsStore(os.environ.get("SANDBOX_RESULTS", ROOT / "results"))
     base = base_seed_from_env()
-    jobs = offset_seeds(figure.jobs(fidelity), base)
+    jobs = on_device(offset_seeds(figure.jobs(fidelity), base), device_from_env())
     workers = workers or int(os.environ.get("SANDBOX_WORKERS", "1"))
     report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
     if not report.ok:
@@ -131,7 +132,7 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     frame = carried_to_budget(load_results(jobs, store))  # a seed whose job stopped at divergence counts to the end
     if figure.plan is None:
         return frame
-    return tagged(frame, [(tags, offset_seeds(js, base)) for tags, js in figure.plan(fidelity)])
+    return tagged(frame, [(tags, on_device(offset_seeds(js, base), device_from_env())) for tags, js in figure.plan(fidelity)])
 
 
 def published() -> dict[tuple[str, str], str]:

@@ -13,7 +13,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from sandbox.core.validation import check_shape, check_tensor
+from sandbox.core.validation import check_shape, check_tensor, on_host
 
 #: how far above 0 a log-probability may round (a fused kernel's chunked log-sum-exp)
 LOGP_TOLERANCE = 1e-4
@@ -65,14 +65,14 @@ class PGTerms:
             check_tensor("mask", self.mask, dtype="bool")
             check_shape("mask", self.mask, shape, "logp")
             per_member = self.mask.flatten(-2).any(-1)
-            if not bool(per_member.all()):
+            if on_host(per_member) and not bool(per_member.all()):
                 raise ValueError(
                     "mask has no valid (True) token for at least one population member; "
                     "every batch needs at least one valid token"
                 )
         for name in ("logp", "behavior_logp", "proximal_logp", "target_logp"):
             value = getattr(self, name)
-            if value is not None:
+            if value is not None and on_host(value):
                 highest = float((value.detach() if self.mask is None else value.detach()[self.mask]).max())
                 if highest > LOGP_TOLERANCE:
                     raise ValueError(f"{name} must hold log-probabilities (≤ 0) at valid tokens, got a value of "

@@ -17,11 +17,21 @@ import torch
 from torch import Tensor
 
 
+def on_host(x: Tensor) -> bool:
+    """Whether checks of ``x``'s values may ask the host: True for CPU tensors. On an accelerator
+    every such check (finiteness, ranges, masks) would stop the host until the device catches up,
+    every step; there they are skipped inside a step (shapes and dtypes are still checked, and the
+    loop handles non-finite numbers on the device, ``sandbox.runtime.loop``). Run a config on the
+    CPU to have its values checked."""
+    return x.device.type == "cpu"
+
+
 def all_finite(x: Tensor) -> bool:
     """True when no entry is NaN or ±inf. A NaN or an infinity makes the sum non-finite, so one
     reduction answers the common case (12× faster than an elementwise check on 100k floats); the
-    elementwise check runs only when the sum overflows or something is wrong."""
-    if x.numel() == 0:
+    elementwise check runs only when the sum overflows or something is wrong. Off the host
+    (``on_host``) it is not asked: True."""
+    if x.numel() == 0 or not on_host(x):
         return True
     if bool(torch.isfinite(x.sum())):
         return True

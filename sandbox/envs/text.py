@@ -126,8 +126,12 @@ def make_text_env(name: str, **kwargs) -> TextEnv:
 
 @dataclass(frozen=True)
 class Problem:
+    """``prompt`` (what a character-level model continues), ``answer``, and ``question``: the same
+    problem in words, the user's turn for a chat model (``hf_text`` with ``chat=True``)."""
+
     prompt: str
     answer: str
+    question: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,15 @@ class ReverseText(TextEnv):
     def sample(self, n, generator):
         rows = _draw(n, self.length, len(self.alphabet), generator)
         texts = ["".join(self.alphabet[i] for i in row) for row in rows]
-        return [Problem(t + "=", self.target(t)) for t in texts]
+        return [Problem(t + "=", self.target(t), self.question(t)) for t in texts]
+
+    def question(self, text: str) -> str:
+        if self.mode == "reverse":
+            return f"Reverse the letters {' '.join(text)}. Answer with the letters only, no spaces."
+        if self.mode == "copy":
+            return f"Repeat exactly: {text}"
+        return (f"Replace each letter of {text} by the one after it in {self.alphabet} (the last by the first). "
+                "Answer with the letters only.")
 
     def score(self, completion, answer):
         H = len(answer)
@@ -244,7 +256,9 @@ class ParityText(TextEnv):
 
     def sample(self, n, generator):
         rows = _draw(n, self.length, 2, generator)
-        return [Problem("".join(map(str, r)) + "=", str(sum(r) % 2)) for r in rows]
+        return [Problem("".join(map(str, r)) + "=", str(sum(r) % 2),
+                        f"Is the number of 1s in {''.join(map(str, r))} even or odd? Answer 0 for even, 1 for odd.")
+                for r in rows]
 
     def score(self, completion, answer):
         return 1.0 if completion == answer else -1.0
@@ -261,12 +275,15 @@ _INTEGER = re.compile(r"-?\d+")
 class Arithmetic(TextEnv):
     """``"12+7=" → "19"``: a op b with a, b uniform in [0, 10^digits); the answer is
     (a op b) mod ``modulo`` when ``modulo`` > 0. R = 1 if the completion parses as an integer equal
-    to the answer, ``format_reward`` if it parses but is wrong, 0 otherwise."""
+    to the answer, ``format_reward`` if it parses but is wrong, 0 otherwise. ``extract='last'``
+    reads the last integer anywhere in the completion instead (the usual verifier for a chat model,
+    which writes "3 + 4 = 7"): R = 1 if it is the answer, ``format_reward`` if another, 0 if none."""
 
     digits: int = 1  # operand digits, in [1, 6]
     op: str = "+"  # '+' | '-' | '*'
     modulo: int = 0  # 0 = exact answer; m ≥ 2 = answer mod m
     format_reward: float = 0.0  # partial credit for a well-formed wrong answer, in [0, 1)
+    extract: str = "whole"  # 'whole': the completion is the integer | 'last': its last integer
 
     def __post_init__(self) -> None:
         check_int("digits", self.digits, low=1, high=6)
@@ -275,6 +292,7 @@ class Arithmetic(TextEnv):
         if self.modulo != 0:
             check_int("modulo", self.modulo, low=2)
         check_range("format_reward", self.format_reward, low=0.0, high=1.0, high_open=True)
+        check_choice("extract", self.extract, ("whole", "last"))
 
     @property
     def chars(self) -> str:
@@ -293,9 +311,16 @@ class Arithmetic(TextEnv):
 
     def sample(self, n, generator):
         ab = torch.randint(0, 10**self.digits, (n, 2), generator=generator).tolist()
-        return [Problem(f"{a}{self.op}{b}=", str(self.answer(a, b))) for a, b in ab]
+        return [Problem(f"{a}{self.op}{b}=", str(self.answer(a, b)), self.question(a, b)) for a, b in ab]
+
+    def question(self, a: int, b: int) -> str:
+        expression = f"{a} {self.op} {b}" if not self.modulo else f"({a} {self.op} {b}) mod {self.modulo}"
+        return f"What is {expression}? Answer with the number only."
 
     def score(self, completion, answer):
+        if self.extract == "last":
+            found = _INTEGER.findall(completion)
+            completion = found[-1] if found else ""
         if not _INTEGER.fullmatch(completion):
             return 0.0
         return 1.0 if int(completion) == int(answer) else self.format_reward

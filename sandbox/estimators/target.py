@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_range, on_host
 from sandbox.estimators.base import (
     Estimator,
     PGTerms,
@@ -104,10 +104,11 @@ class TPO(Estimator):
         group = terms.group
         if group is None:
             group = torch.zeros(shape[-1], dtype=torch.long, device=terms.logp.device)
-        if bool((group < 0).any()):
+        if on_host(group) and bool((group < 0).any()):
             raise ValueError("group ids must be non-negative integers")
         group = group.expand(shape).long()
-        onehot = torch.nn.functional.one_hot(group, int(group.max()) + 1).to(terms.logp.dtype)
+        n_groups = int(group.max()) + 1 if on_host(group) else group.shape[-1]  # as advantages.group_stats
+        onehot = torch.nn.functional.one_hot(group, n_groups).to(terms.logp.dtype)
         return group, onehot * terms.valid.any(-1).unsqueeze(-1).to(onehot.dtype)
 
     def target(self, terms: PGTerms) -> Tensor:

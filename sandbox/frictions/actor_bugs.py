@@ -77,8 +77,8 @@ class Landmine(Friction):
         if ctx.wrong_actions is None:
             raise ValueError("landmine needs the environment's fixed wrong answer (FrictionContext.wrong_actions)")
         if self.p_bug == 0:  # a penalty alone (``reward``): nothing is injected
-            return sample, torch.zeros(sample.actions.shape[:-1], dtype=torch.bool)
-        rows = torch.rand(sample.actions.shape[:-1], generator=generator) < self.p_bug
+            return sample, torch.zeros(sample.actions.shape[:-1], dtype=torch.bool, device=sample.actions.device)
+        rows = (torch.rand(sample.actions.shape[:-1], generator=generator) < self.p_bug).to(sample.actions.device)
         forced = ctx.wrong_actions.expand_as(sample.actions)
         reported = torch.zeros_like(sample.behavior_logp)
         reported[..., 0] = math.log(self.override_prob)
@@ -93,7 +93,7 @@ class Landmine(Friction):
         if self.penalty_mean == 0 and self.penalty_std == 0:
             return rewards
         rows = (sample.actions == ctx.wrong_actions.expand_as(sample.actions)).all(-1)  # every landmine answer
-        noise = torch.randn(rows.shape, generator=generator, dtype=rewards.dtype)
+        noise = torch.randn(rows.shape, generator=generator, dtype=rewards.dtype).to(rewards.device)
         penalty = (self.penalty_mean + self.penalty_std * noise) * rows.to(rewards.dtype)
         return rewards + (penalty if rewards.ndim == rows.ndim else penalty.unsqueeze(-1))
 
@@ -119,7 +119,7 @@ class LogitNoise(Friction):
             z = torch.randn(logits.shape, generator=generator, dtype=logits.dtype)
         else:
             z = torch.randn(logits.shape[-1], generator=derived_generator(ctx.seed, "logit_noise"), dtype=logits.dtype)
-        return logits + self.sigma * z
+        return logits + self.sigma * z.to(logits.device)  # drawn on the CPU generator: the same draws everywhere
 
 
 def fake_quantize(w: Tensor, bits: int, population_dims: int = 0) -> Tensor:

@@ -32,7 +32,7 @@ class RareDiscovery(Friction):
     def override(self, sample, ctx, generator, policy_logp=None):
         if ctx.correct_actions is None:
             raise ValueError("rare_discovery needs the correct answers (FrictionContext.correct_actions)")
-        rows = torch.rand(sample.actions.shape[:-1], generator=generator) < self.p_disc
+        rows = (torch.rand(sample.actions.shape[:-1], generator=generator) < self.p_disc).to(sample.actions.device)
         forced = ctx.correct_actions.expand_as(sample.actions)
         out = replace_rows(sample, rows, forced, 0.0, sample.true_logp)
         true = mixture_true_logp(out.actions, forced, self.p_disc, policy_logp)

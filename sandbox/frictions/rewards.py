@@ -26,8 +26,8 @@ class BernoulliReward(Friction):
         return self.p > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
-        hit = torch.rand(rewards.shape, generator=generator) < self.p
-        high = torch.rand(rewards.shape, generator=generator) < 0.5
+        hit = (torch.rand(rewards.shape, generator=generator) < self.p).to(rewards.device)
+        high = (torch.rand(rewards.shape, generator=generator) < 0.5).to(rewards.device)
         lo, hi = ctx.reward_range
         noisy = torch.where(high, torch.full_like(rewards, hi), torch.full_like(rewards, lo))
         return torch.where(hit, noisy, rewards)
@@ -49,7 +49,7 @@ class GaussianReward(Friction):
         return self.sigma > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
-        return rewards + self.sigma * torch.randn(rewards.shape, generator=generator, dtype=rewards.dtype)
+        return rewards + self.sigma * torch.randn(rewards.shape, generator=generator, dtype=rewards.dtype).to(rewards.device)
 
 
 @register_friction("label_flip")
@@ -73,8 +73,8 @@ class LabelFlip(Friction):
         if ctx.correct_actions is None:
             raise ValueError("label_flip needs the correct labels (FrictionContext.correct_actions)")
         labels = ctx.correct_actions[..., 0]
-        flip = torch.rand(labels.shape, generator=generator) < self.p
-        shift = torch.randint(1, ctx.n_actions, labels.shape, generator=generator)
+        flip = (torch.rand(labels.shape, generator=generator) < self.p).to(labels.device)
+        shift = torch.randint(1, ctx.n_actions, labels.shape, generator=generator).to(labels.device)
         wrong = (labels + shift) % ctx.n_actions
         flipped_reward = (sample.actions[..., 0] == wrong).to(rewards.dtype)
         return torch.where(flip, flipped_reward, rewards)

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.sampling import SamplingChain, draw
+from sandbox.core.validation import on_host
 
 #: ``steps(params, tokens [..., t]) → logits [..., V]`` of position t (t = 0: after the prompt alone)
 Steps = Callable[[Any, Tensor], Tensor]
@@ -97,7 +98,8 @@ def decode(steps: Steps, versions: Versions, chain: SamplingChain, uniforms: Uni
     """Decode T = ``len(versions.stamps)`` tokens for each of the ``rows`` (module docstring).
 
     With ``eos`` a row stops at its first EOS (kept); later positions hold ``pad`` with log-prob 0,
-    and decoding ends once every row has stopped. Log-probs are recorded in ``dtype`` (default: the
+    and decoding ends once every row has stopped (asked of the host on the CPU only: on an
+    accelerator all T positions are decoded, the stopped rows' as pads). Log-probs are recorded in ``dtype`` (default: the
     chain's); ``keep`` records every position's log-probs."""
     T = len(versions.stamps)
     actions = torch.full((*rows, T), pad, dtype=torch.long, device=device)
@@ -116,7 +118,7 @@ def decode(steps: Steps, versions: Versions, chain: SamplingChain, uniforms: Uni
         actions[..., t], logp[..., t] = token, lp
         if keep:
             kept.append(log_probs)
-        if done is not None and t + 1 < T and bool(done.all()):
+        if done is not None and t + 1 < T and on_host(done) and bool(done.all()):  # off the host: no wait, decode on
             break
     return Decoded(actions, logp, versions, torch.stack(kept, -2) if keep else None)
 
@@ -129,7 +131,7 @@ def teacher_forced(log_probs_of: Callable[[Any, Tensor], Tensor], versions: Vers
     they were drawn with (None: every row is recomputed); 0 outside ``mask_of(actions)``."""
     def logp_of(actions: Tensor) -> Tensor:
         same = None if drawn is None else (actions == drawn.actions).all(-1, keepdim=True)
-        if same is not None and bool(same.all()):
+        if same is not None and on_host(same) and bool(same.all()):
             return drawn.logp
         stamps, out = torch.tensor(versions.stamps), None
         for v in sorted(set(versions.stamps)):

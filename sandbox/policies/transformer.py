@@ -62,7 +62,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causa
     if Lk > SMALL_ATTENTION:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
     if causal:
-        mask = torch.ones(Lq, Lk, dtype=torch.bool).tril(Lk - Lq)
+        mask = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
     scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) * (1.0 / math.sqrt(q.shape[-1]))  # [N, h, Lq, Lk]
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
@@ -230,8 +230,8 @@ class Transformer:
         ha = self._embed(tok_emb, pos_emb, answers[..., : A - 1], P) if A > 1 else None  # [S, B, A − 1, D]
         if ha is not None:
             # answer queries see every prompt key and the answer keys up to their own position
-            causal = torch.ones(A - 1, A - 1, dtype=torch.bool).tril()
-            mask = torch.cat([torch.ones(A - 1, P, dtype=torch.bool), causal], -1)
+            causal = torch.ones(A - 1, A - 1, dtype=torch.bool, device=hp.device).tril()
+            mask = torch.cat([torch.ones(A - 1, P, dtype=torch.bool, device=hp.device), causal], -1)
         h, d = self.heads, self.head_dim
         for w_qkv, w_o, w_up, w_down in blocks:
             qp, kp, vp = self._split_heads(_bmm(self._norm(hp), w_qkv))  # [S·G, h, P, d]
@@ -286,9 +286,10 @@ class Transformer:
             raise ValueError(f"versions must stamp the {A} answer positions, got {len(versions.stamps)}")
         with torch.no_grad():
             dtype = versions.first[0].dtype  # of the uniforms and the recorded log-probs
-            uniforms = torch.rand(S, G * M, A, generator=generator, dtype=dtype)
+            # drawn by the (CPU) generator, then moved: the same draws on every device
+            uniforms = torch.rand(S, G * M, A, generator=generator, dtype=dtype).to(prompts.device)
             steps = _Cached(self, prompts, M, A) if cache else _Forced(self, prompts, A)
-            return decode(steps, versions, chain, upfront(uniforms), (S, G * M), dtype=dtype)
+            return decode(steps, versions, chain, upfront(uniforms), (S, G * M), dtype=dtype, device=prompts.device)
 
 
 class _Forced:
@@ -326,7 +327,8 @@ class _Cached:
         S, G, P = prompts.shape
         self.S, self.B, self.P = S, G * M, P
         h, d, L = model.heads, model.head_dim, P + self.A - 1
-        self.keys = [torch.empty(S, G, M, h, L, d, dtype=self.unembed.dtype) for _ in self.blocks]
+        self.keys = [torch.empty(S, G, M, h, L, d, dtype=self.unembed.dtype, device=self.unembed.device)
+                     for _ in self.blocks]
         self.values = [torch.empty_like(k) for k in self.keys]
         x = model._embed(self.tok_emb, self.pos_emb, prompts, 0)  # [S, G, P, D]
         for (w_qkv, w_o, w_up, w_down), kc, vc in zip(self.blocks, self.keys, self.values):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,12 @@ def _check_schedule(schedule, steps: int) -> None:
                          f"n_actors ≥ 2, D ≥ 2 and n_actors ≤ D·(steps − 1)")
 
 
+def check_device(device: Any) -> None:
+    """'cpu', 'cuda' or 'cuda:N' (one ``ValueError`` line otherwise)."""
+    if not (isinstance(device, str) and re.fullmatch(r"cpu|cuda(:\d+)?", device)):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {short_repr(device)}")
+
+
 def _freeze(value: Any) -> Any:
     """Canonical JSON-able form (tuples → lists, nested dicts sorted)."""
     if isinstance(value, dict):
@@ -98,6 +105,10 @@ class RunConfig:
         history: keep stale 'params' (a ring of snapshots) or eager 'rollouts' (a queue).
         seed: the run seed; every random draw derives from it.
         steps: learner updates; log_points: size of the logarithmic logging schedule.
+        device: where the run's tensors live ('cpu', 'cuda', 'cuda:1'; tasks that run elsewhere
+            than the CPU say so, ``Task.devices``). Random draws stay on CPU generators, so the
+            same draws reach every device; 'cpu' is left out of ``to_dict`` and of the hash (so
+            every CPU run keeps its id), any other device is part of both.
         label: a display name (not part of the hash).
     """
 
@@ -117,6 +128,7 @@ class RunConfig:
     seed: int = 0
     steps: int = 100
     log_points: int = 30
+    device: str = "cpu"
     label: str = ""
 
     def __post_init__(self) -> None:
@@ -135,6 +147,7 @@ class RunConfig:
                 raise ValueError(f"{name} must be a str, got {type(getattr(self, name)).__name__} "
                                  f"{short_repr(getattr(self, name))}")
         check_choice("proximal", self.proximal, PROXIMAL)
+        check_device(self.device)
         check_choice("history", self.history, HISTORY)
         for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness"):
             kwargs = getattr(self, name)
@@ -183,6 +196,9 @@ class RunConfig:
             cls = _build(where, registry.get, entry)
             _build(where_kwargs, check_field_types, cls, kwargs)
             built[where] = _build(where_kwargs, registry.make, entry, **kwargs)
+        devices = type(built["task"]).devices
+        if self.device.split(":")[0] not in devices:
+            raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
         schedule = _build("staleness", DelaySchedule.from_dict, self.staleness)
         _check_schedule(schedule, self.steps)
         for i, (name, _) in enumerate(self.frictions):
@@ -201,7 +217,10 @@ class RunConfig:
         note("runtime", "loop")
 
     def to_dict(self) -> dict[str, Any]:
-        return _freeze(dataclasses.asdict(self))
+        data = _freeze(dataclasses.asdict(self))
+        if data["device"] == "cpu":  # CPU runs hash and store as they did before runs had a device
+            del data["device"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:

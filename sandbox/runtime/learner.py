@@ -12,6 +12,7 @@ from torch import Tensor
 from sandbox.advantages import Advantage, compute_advantages
 from sandbox.core.rollout import Rollout
 from sandbox.core.terms import EstimatorOutput, PGTerms
+from sandbox.core.validation import on_host
 from sandbox.estimators.base import Estimator, sequence_log_ratio
 from sandbox.tasks.base import Task
 
@@ -23,7 +24,7 @@ def learner_terms(task: Task, params: Sequence[Tensor], rollout: Rollout, advant
     task's other providers; ``recompute_proximal`` sets π_prox to the learner's own (detached)
     log-probs instead of μ."""
     task.objective.check_advantage(advantage)
-    if advantage.baseline_from_group and _groups_of_one(rollout.group):
+    if advantage.baseline_from_group and on_host(rollout.group) and _groups_of_one(rollout.group):
         raise ValueError(f"advantage {advantage.name!r} takes each row's baseline from the other samples of its "
                          f"group, but every group of this batch holds one sample, so A = 0 and nothing is learnt; "
                          f"use this task's default {type(task).default_advantage!r} (or 'confidence', 'constant'), "

@@ -13,6 +13,10 @@ log-probs), gradient or parameters become NaN/inf is frozen at its last finite p
 marked ``diverged``, while the other members go on; when every member has diverged the run stops
 early. A diverged run is a result, not an error: sweeps go on. An invalid config is an error,
 raised (never recorded as a divergence).
+
+On an accelerator (``RunConfig.device``) a step never waits for the device: divergence is handled
+by masks on the device (the same numbers the CPU's branches give), the run stops early only when
+a log point finds every member diverged, and what diverged is logged at log points.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from sandbox.advantages import make_advantage
 from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
+from sandbox.core.validation import on_host
 from sandbox.diagnostics import cosine, token_entropy
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack
@@ -62,7 +67,9 @@ class ActorLearner:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self.device = run_device(config)
         self.task = make_task(config.task, **config.task_kwargs)
+        self.task.device = self.device
         self.frictions = FrictionStack.from_config(config.frictions, config.staleness)  # delay → … → admission
         self.task.attach_frictions(self.frictions)
         self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
@@ -74,13 +81,14 @@ class ActorLearner:
             config.proximal == "auto" and self.estimator.recomputes_proximal
         )
         self.params: list[Tensor] = [
-            p.requires_grad_(True) for p in self.task.init_params(derived_generator(config.seed, "init"))
+            p.to(self.device).requires_grad_(True) for p in self.task.init_params(derived_generator(config.seed, "init"))
         ]
-        self.active = torch.ones(self.population, dtype=torch.bool)
-        self.diverged = torch.zeros(self.population, dtype=torch.bool)
+        self.active = torch.ones(self.population, dtype=torch.bool, device=self.device)
+        self.diverged = torch.zeros(self.population, dtype=torch.bool, device=self.device)
+        self._logged_diverged = torch.zeros(self.population, dtype=torch.bool)  # on the host, at log points
         self._previous_grad: Tensor | None = None  # raw estimator gradient of the last step
         self._previous_update: Tensor | None = None  # last applied update (after controllers)
-        self._admission = (torch.zeros(self.population, dtype=torch.float64), 0)  # Σ dropped fractions, steps
+        self._admission = (torch.zeros(self.population, dtype=torch.float64, device=self.device), 0)  # Σ dropped, steps
         self.rows: list[pd.DataFrame] = []  # logged rows so far
         self.pending: dict[str, Tensor] = {}  # metrics of the last update, logged at the next logged step
         self.next_step, self.elapsed = 0, 0.0
@@ -111,10 +119,10 @@ class ActorLearner:
     # ------------------------------------------------------------------ learner
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
         """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
-        S = self.population
+        S, device = self.population, self.device
         rollout = self._quarantine(rollout)
         admitted, dropped = self.frictions.admit(rollout, step)
-        waiting = torch.zeros(S, dtype=torch.bool)
+        waiting = torch.zeros(S, dtype=torch.bool, device=device)
         if dropped is not None:  # admission: a member with no admitted token waits (no optimiser step)
             self._admission = (self._admission[0] + dropped, self._admission[1] + 1)
             dropped_frac = self._admission[0] / self._admission[1]
@@ -131,14 +139,15 @@ class ActorLearner:
         flat = flatten_grads(grads, (S,))
         grad_norm = flat.norm(dim=-1)
         finite = torch.isfinite(grad_norm)  # a NaN or inf anywhere in a member's gradient shows in its norm
-        if not bool(finite.all()):
+        if _maybe(~finite):
             self._mark_diverged(~finite)
             flat = torch.where(finite.unsqueeze(-1), flat, torch.zeros_like(flat))
             grad_norm = torch.where(finite, grad_norm, torch.zeros_like(grad_norm))
         metrics: dict[str, Tensor] = {k: v.detach().reshape(-1).expand(S) for k, v in out.metrics.items()}
         metrics["grad_norm"] = grad_norm
         metrics["cos_consecutive"] = (
-            cosine(flat, self._previous_grad) if self._previous_grad is not None else torch.full((S,), math.nan)
+            cosine(flat, self._previous_grad) if self._previous_grad is not None
+            else torch.full((S,), math.nan, device=device)
         )
         self._previous_grad = flat.detach().clone()
         staleness = (step - rollout.version).to(torch.float64).reshape(S, -1)
@@ -153,7 +162,7 @@ class ActorLearner:
                     terms_of=lambda params, r, advantage: learner_terms(self.task, params, r, advantage, None, False)))
 
         grads = unflatten_grads(flat, grads)
-        lr_scale = torch.ones(S, dtype=flat.dtype)
+        lr_scale = torch.ones(S, dtype=flat.dtype, device=device)
         skip = waiting
         if dropped is not None:
             metrics["prompts_dropped_frac"] = dropped_frac
@@ -164,7 +173,8 @@ class ActorLearner:
         applied = flatten_grads(grads, (S,)) * lr_scale.unsqueeze(-1)
         metrics["update_norm"] = applied.norm(dim=-1)
         metrics["cos_consecutive_update"] = (
-            cosine(applied, self._previous_update) if self._previous_update is not None else torch.full((S,), math.nan)
+            cosine(applied, self._previous_update) if self._previous_update is not None
+            else torch.full((S,), math.nan, device=device)
         )
         self._previous_update = torch.where(skip.unsqueeze(-1), self._previous_update, applied) \
             if self._previous_update is not None else applied.detach().clone()
@@ -172,7 +182,7 @@ class ActorLearner:
         before = [p.detach().clone() for p in self.params]
         self.optimizer.step(self.params, grads, (S,), lr_scale, self.active & ~skip)
         bad = ~torch.isfinite(sum(p.detach().reshape(S, -1).sum(-1) for p in self.params))
-        if bool(bad.any()):  # a member's parameter sum is non-finite iff an entry is (or it overflowed)
+        if _maybe(bad):  # a member's parameter sum is non-finite iff an entry is (or it overflowed)
             with torch.no_grad():
                 for p, b in zip(self.params, before):
                     p.copy_(torch.where(bad.reshape(S, *([1] * (p.ndim - 1))), b, p))
@@ -185,7 +195,7 @@ class ActorLearner:
         S = self.population
         finite = torch.isfinite(rollout.rewards.reshape(S, -1)).all(-1) & \
             ~torch.isnan(rollout.behavior_logp.reshape(S, -1)).any(-1)
-        if bool(finite.all()):
+        if not _maybe(~finite):
             return rollout
         self._mark_diverged(~finite)
         keep = finite.reshape(S, *([1] * (rollout.rewards.ndim - 1)))
@@ -195,12 +205,9 @@ class ActorLearner:
                                                          torch.zeros_like(rollout.behavior_logp)))
 
     def _mark_diverged(self, members: Tensor) -> None:
-        if bool(members.any()):
-            newly = members & ~self.diverged
-            if bool(newly.any()):
-                log.info("members %s diverged", torch.nonzero(newly).flatten().tolist())
-            self.diverged |= members
-            self.active &= ~members
+        """Freeze ``members`` (on the device; logged at the next log point, ``_row``)."""
+        self.diverged |= members
+        self.active &= ~members
 
     def after_update(self, version: int) -> None:
         """Record the parameters of ``version`` for stale actors (or sample the rollouts due now)."""
@@ -237,7 +244,7 @@ class ActorLearner:
         while True:
             if step in schedule and (not self.rows or self.rows[-1]["step"].iloc[0] != step):
                 self.rows.append(self._row(step, {**self.evaluate(step), **self.pending}, time.perf_counter() - start))
-            if step == cfg.steps or not bool(self.active.any()):
+            if step == cfg.steps or (step in schedule or on_host(self.active)) and not bool(self.active.any()):
                 break
             self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
             step += 1
@@ -304,11 +311,30 @@ class ActorLearner:
 
     def _row(self, step: int, metrics: dict[str, Tensor], wall: float) -> pd.DataFrame:
         S = self.population
+        diverged = self.diverged.cpu().clone()  # not a view of the live tensor (on the CPU .cpu() is the same one)
+        newly = diverged & ~self._logged_diverged
+        if bool(newly.any()):
+            log.info("members %s diverged", torch.nonzero(newly).flatten().tolist())
+        self._logged_diverged = diverged
         data = {"step": np.full(S, step), "member": np.arange(S), "seed": np.full(S, self.config.seed),
-                "diverged": self.diverged.numpy().copy(), "wall_time": np.full(S, wall)}
+                "diverged": diverged.numpy().copy(), "wall_time": np.full(S, wall)}
         for key, value in metrics.items():
-            data[key] = value.detach().to(torch.float64).reshape(S).numpy().copy()
+            data[key] = value.detach().to(torch.float64).reshape(S).cpu().numpy().copy()
         return pd.DataFrame(data)
+
+
+def _maybe(flags: Tensor) -> bool:
+    """Whether any of ``flags`` may be set: asked of the host for CPU tensors; on an accelerator
+    always True, so the masked path (exact whatever the flags) runs without waiting for the device."""
+    return bool(flags.any()) if on_host(flags) else True
+
+
+def run_device(config: RunConfig) -> torch.device:
+    """The run's device, refused in one line when this machine has none such or its task cannot use it."""
+    device = torch.device(config.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {config.device!r}: torch.cuda.is_available() is False on this machine")
+    return device
 
 
 def config_columns(config: RunConfig) -> dict[str, object]:

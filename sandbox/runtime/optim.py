@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from sandbox.core.validation import check_choice, check_range
+from sandbox.core.validation import check_choice, check_range, on_host
 
 OPTIMIZERS = ("adam", "sgd", "normalized")
 
@@ -73,7 +73,7 @@ class PopulationOptimizer:
         if self._state is None:
             self._state = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
             self._t = torch.zeros(population_shape, dtype=torch.long, device=params[0].device)
-        everyone = bool(active.all())
+        everyone = bool(active.all()) if on_host(active) else False  # off the host: the masked path, no wait
         frozen = None if everyone else [(m.clone(), v.clone(), p.detach().clone())
                                         for (m, v), p in zip(self._state, params)]
         self._t = self._t + active.long()

@@ -21,6 +21,7 @@ import pandas as pd
 
 from sandbox.core.numerics import NUMERICS
 from sandbox.jobs import costs
+from sandbox.jobs.devices import device_from_env, on_device
 from sandbox.jobs.pool import import_plugins
 from sandbox.jobs.store import DEFAULT_ROOT, ResultsStore
 from sandbox.jobs.store import code_version as store_code_version
@@ -151,7 +152,7 @@ def run_battery(battery: Battery, recipes: list[tuple[Recipe, tuple[str, ...]]],
     cell × seed) with the sweep report. Failed jobs raise one ``ValueError`` after all the others
     finished and were stored. Before it starts, a line says what it will cost; beyond
     ``FIRST_LOOK_SECONDS`` a second line offers a smaller comparison that fits (``first_look``)."""
-    all_jobs = [j for recipe, plugins in recipes for j in jobs(battery, recipe, plugins)]
+    all_jobs = on_device([j for recipe, plugins in recipes for j in jobs(battery, recipe, plugins)], device_from_env())
 
     def announce(plan: costs.Plan, finished: set[str]) -> str:
         return first_look(plan, finished, battery, recipes, store, workers)

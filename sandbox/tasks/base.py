@@ -127,6 +127,10 @@ class Task(ABC):
     #: the loss the learner differentiates (``sandbox.objectives``), chosen from the task's knobs
     #: (``mode='exact'``, ``backward='screened'``) when it is built
     objective: Objective = PLAIN
+    #: the device types its tensors may live on (``RunConfig.device``), and the run's device, set
+    #: by the loop: random draws stay on the CPU generators and the drawn tensors move there
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    device: torch.device = torch.device("cpu")
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions

@@ -34,6 +34,7 @@ from sandbox.policies.hf import (
     tiny_causal_lm,
 )
 from sandbox.policies.hf.logprob import forced_logits
+from sandbox.policies.hf.pretrained import PRETRAINED, checkpoint_dir, require_pretrained
 from sandbox.policies.hf.sampling import sample_completions, token_mask
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
 from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
@@ -49,15 +50,25 @@ class HFTextTask(Task):
     each (group id = prompt); R is the environment's score of the decoded completion. Evaluation:
     ``eval_prompts`` fresh problems, one sample each from the current learner without frictions:
     ``reward`` (mean), ``accuracy`` (completion = answer) and ``error`` = (R_max − reward)/(R_max − R_min).
+
+    ``model='smollm2-135m'`` trains a pretrained model shipped in a package (``sandbox.policies.hf.pretrained``)
+    with its own tokenizer; ``chat=True`` puts each problem's question in the user's turn of the
+    model's chat template; ``train_layers=k`` trains only the last k decoder layers and the final norm.
     """
 
     default_lr = 3e-3
     one_model_per_run: ClassVar[bool] = True  # seeds run as separate configs (`sandbox run --seeds`)
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
 
     env: str = "arithmetic"
     env_kwargs: dict = field(default_factory=dict)
     path: str | None = None  # local checkpoint directory; None = tiny random config
-    tokenizer: str = "char"  # 'char' (CharTokenizer over the env's characters) | 'checkpoint' (path's tokenizer)
+    model: str | None = None  # a pretrained model shipped in a package: 'smollm2-135m'
+    # 'auto' (the model's own with `model`, else 'char') | 'char' (CharTokenizer over the env's
+    # characters) | 'checkpoint' (path's tokenizer)
+    tokenizer: str = "auto"
+    chat: bool = False  # prompt = the problem's question in the user's turn of the tokenizer's chat template
+    train_layers: int = 0  # 0 = every parameter; k ≥ 1 = the last k decoder layers and the final norm only
     arch: str = "qwen2"  # tiny config: 'qwen2' | 'llama'
     hidden: int = 64
     layers: int = 2
@@ -84,8 +95,11 @@ class HFTextTask(Task):
                      "eval_prompts"):
             check_int(name, getattr(self, name), low=1)
         check_int("max_new_tokens", self.max_new_tokens, low=0)
+        check_int("train_layers", self.train_layers, low=0)
         check_range("temperature", self.temperature, low=0.0, low_open=True)
-        check_choice("tokenizer", self.tokenizer, ("char", "checkpoint"))
+        check_choice("tokenizer", self.tokenizer, ("auto", "char", "checkpoint"))
+        if not isinstance(self.chat, bool):
+            raise ValueError(f"chat must be a bool, got {self.chat!r}")
         check_choice("arch", self.arch, ARCHS)
         check_choice("logprob", self.logprob, LOGPROB_METHODS)
         check_choice("backend", self.backend, BACKENDS)
@@ -97,16 +111,36 @@ class HFTextTask(Task):
             folder = Path(self.path)
             if not folder.is_dir() or not (folder / "config.json").is_file():
                 raise ValueError(f"path must be a local checkpoint directory containing config.json, got {self.path!r}")
-        if self.tokenizer == "checkpoint":
+        self._tok = None
+        if self.model is not None:
+            check_choice("model", self.model, tuple(PRETRAINED))
+            if self.path is not None or self.tokenizer == "char":
+                raise ValueError(f"model={self.model!r} is a checkpoint with its own tokenizer: leave path unset "
+                                 f"and tokenizer 'auto', got path={self.path!r}, tokenizer={self.tokenizer!r}")
+            require_pretrained(self.model)  # its package is installed (converted on first use: self.tok)
+        elif self.tokenizer == "checkpoint":
             if self.path is None:
                 raise ValueError("tokenizer='checkpoint' needs path (a local checkpoint with a tokenizer)")
-            self.tok = CheckpointTokenizer(self.path)
+            self._tok = CheckpointTokenizer(self.path)
         else:
-            self.tok = CharTokenizer(self.text_env.chars)
-        self.n_actions = self.tok.vocab_size
+            self._tok = CharTokenizer(self.text_env.chars)
+        if self.chat and self._tok is not None and not getattr(self._tok, "has_chat_template", False):
+            raise ValueError("chat=True needs a tokenizer with a chat template (model=… or a checkpoint's tokenizer "
+                             "that has one)")
         self.new_tokens = self.max_new_tokens or self.text_env.max_answer_chars + 1
         self.reward_range = tuple(self.text_env.reward_range)
         self.policy: CausalLMPolicy | None = None
+
+    @property
+    def tok(self):
+        """The tokenizer (a pretrained model's is loaded, and converted once, on first use)."""
+        if self._tok is None:
+            self._tok = CheckpointTokenizer(checkpoint_dir(self.model))
+        return self._tok
+
+    @property
+    def n_actions(self) -> int:
+        return self.tok.vocab_size
 
     @property
     def batch_size(self) -> int:
@@ -114,6 +148,8 @@ class HFTextTask(Task):
 
     # ------------------------------------------------------------------ model
     def build_model(self, generator: torch.Generator) -> nn.Module:
+        if self.model is not None:
+            return load_causal_lm(checkpoint_dir(self.model), self.dtype)
         if self.path is not None:
             model = load_causal_lm(self.path, self.dtype)
             vocab = model.get_input_embeddings().weight.shape[0]
@@ -124,9 +160,10 @@ class HFTextTask(Task):
                               tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
 
     def init_params(self, generator):
-        model = self.build_model(generator)
+        model = self.build_model(generator).to(self.device)
         self.policy = CausalLMPolicy(model, temperature=self.temperature, method=self.logprob,
-                                     chunk_size=self.chunk_size, backend=self.backend)
+                                     chunk_size=self.chunk_size, backend=self.backend,
+                                     trainable=last_layers(model, self.train_layers) if self.train_layers else None)
         return self.policy.parameters()
 
     def _require_policy(self) -> CausalLMPolicy:
@@ -136,21 +173,23 @@ class HFTextTask(Task):
 
     # ------------------------------------------------------------------ environment
     def _encode_problems(self, problems, repeat: int) -> dict[str, Tensor]:
-        prompts = [p.prompt for p in problems for _ in range(repeat)]
+        prompts = [self.tok.chat(p.question) if self.chat else p.prompt for p in problems for _ in range(repeat)]
         answers = [p.answer for p in problems for _ in range(repeat)]
         wrong = [self.text_env.wrong_answer(p) for p in problems for _ in range(repeat)]
         prompt_ids, prompt_mask = encode_batch(self.tok, prompts, side="left")
         T = self.new_tokens
         target, _ = encode_batch(self.tok, answers, side="right", length=T, append_eos=True)
         wrong_ids, _ = encode_batch(self.tok, wrong, side="right", length=T, append_eos=True)
-        return {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "target": target, "wrong": wrong_ids,
-                "answers": answers}
+        move = lambda x: x.to(self.device)  # noqa: E731
+        return {"prompt_ids": move(prompt_ids), "prompt_mask": move(prompt_mask), "target": move(target),
+                "wrong": move(wrong_ids), "answers": answers}
 
     def draw_batch(self, generator):
         self._require_policy()
         n, G = self.prompts_per_step, self.samples_per_prompt
         rows = self._encode_problems(self.text_env.sample(n, generator), G)
-        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows, group=torch.arange(n).repeat_interleave(G))
+        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows,
+                     group=torch.arange(n, device=self.device).repeat_interleave(G))
 
     def friction_context(self, batch, seed):
         vocab = self.policy.vocab_size if self.policy is not None else self.n_actions  # the model's, may be > the tokenizer's
@@ -159,9 +198,9 @@ class HFTextTask(Task):
                                wrong_actions=batch.rows["wrong"].unsqueeze(0), seed=seed)
 
     def score_text(self, actions: Tensor, answers: Sequence[str]) -> Tensor:
-        """Rewards ``[B]`` of completions ``[B, T]``."""
-        texts = [self.tok.decode(row, errors="replace") for row in actions]
-        return self.text_env.scores(texts, answers)
+        """Rewards ``[B]`` of completions ``[B, T]`` (the verifier reads text: on the host)."""
+        texts = [self.tok.decode(row, errors="replace") for row in actions.cpu()]
+        return self.text_env.scores(texts, answers).to(actions.device)
 
     def reward(self, batch, actions, generator):
         return self.score_text(actions[0], batch.rows["answers"]).unsqueeze(0)
@@ -215,7 +254,8 @@ class HFTextTask(Task):
                                   pad_id=self.tok.pad_id, generator=generator,
                                   chain=SamplingChain(temperature=self.temperature))
         rewards = self.score_text(comp.tokens, batch["answers"])
-        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens, batch["answers"])])
+        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens.cpu(), batch["answers"])],
+                             device=self.device)
         low, high = self.reward_range
         mean = rewards.mean()
         return {"reward": mean.reshape(1), "accuracy": exact.float().mean().reshape(1),
@@ -227,6 +267,18 @@ class HFTextTask(Task):
         if "sampler_k3_kl" in rollout.extras:
             out["sampler_k3_kl"] = rollout.extras["sampler_k3_kl"]
         return out
+
+
+def last_layers(model: nn.Module, k: int) -> list[str]:
+    """Names of the parameters of the last ``k`` decoder layers and the final norm (Llama/Qwen2
+    layout: ``model.layers.{i}.…``, ``model.norm.…``)."""
+    layers = int(model.config.num_hidden_layers)
+    check_int("train_layers", k, low=1, high=layers)
+    prefixes = tuple(f"model.layers.{i}." for i in range(layers - k, layers)) + ("model.norm.",)
+    names = [name for name, _ in model.named_parameters() if name.startswith(prefixes)]
+    if not names:
+        raise ValueError(f"train_layers: {type(model).__name__} has no parameters named model.layers.* / model.norm.*")
+    return names
 
 
 @register_task("text_reverse")

@@ -57,6 +57,7 @@ class TransformerSequenceTask(Task):
 
     default_lr = 3e-4  # the reference launcher's Adam step (google-deepmind/egg)
     resumable: ClassVar[bool] = True  # partial rollouts: each position decoded by its version
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
     #: the environments whose knobs are this task's fields: each is validated, ``problem`` is built
     envs: ClassVar[tuple[type[SequenceEnv], ...]] = ()
 
@@ -181,9 +182,9 @@ class TransformerSequenceTask(Task):
 
     def draw_batch(self, generator):
         G, M = self.prompts_per_step, self.samples_per_prompt
-        prompts = self.training_prompts(G, generator)  # [S, G, P]
+        prompts = self.training_prompts(G, generator).to(self.device)  # [S, G, P]
         return Batch(obs=prompts, rows=prompts.repeat_interleave(M, dim=1),
-                     group=torch.arange(G).repeat_interleave(M))
+                     group=torch.arange(G, device=self.device).repeat_interleave(M))
 
     def friction_context(self, batch, seed):
         return FrictionContext(n_actions=self.vocab, reward_range=self.reward_range,
@@ -233,7 +234,7 @@ class TransformerSequenceTask(Task):
 
     def sampled_evaluation(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
         """The metrics of ``eval_prompts`` fresh prompts × ``eval_samples`` answers sampled by the learner."""
-        prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator)
+        prompts = self.env.sample_prompts(self.population, self.eval_prompts, generator).to(self.device)
         M = self.eval_samples
         with torch.no_grad():
             out = self.model.sample(params, prompts, M, self.answer_len, generator, chain=IDENTITY)
@@ -251,7 +252,7 @@ class TransformerSequenceTask(Task):
             else:
                 fixed = torch.Generator().manual_seed(0)  # the same prompts at every step and seed
                 self._seq_prompts = self.env.sample_prompts(1, SEQ_ERROR_PROMPTS, fixed)[0]
-        prompts = self._seq_prompts.expand(self.population, -1, -1)
+        prompts = self._seq_prompts.to(self.device).expand(self.population, -1, -1)
         with torch.no_grad():
             logp = self.model.answer_logp(params, prompts, self.env.correct_answers(prompts))
         return 1 - logp.to(torch.float64).sum(-1).exp().mean(-1).to(logp.dtype)
@@ -259,7 +260,7 @@ class TransformerSequenceTask(Task):
     def exact_evaluation(self, params: Sequence[Tensor], generator: torch.Generator | None = None) -> dict[str, Tensor]:
         """E[R] under the learner for uniform prompts, by enumerating all V^P prompts and V^A answers."""
         S, P, A, V = self.population, self.prompt_len, self.answer_len, self.vocab
-        prompts, answers = all_sequences(P, V), all_sequences(A, V)
+        prompts, answers = all_sequences(P, V).to(self.device), all_sequences(A, V).to(self.device)
         n_p, n_a = prompts.shape[0], answers.shape[0]
         with torch.no_grad():
             logp = self.model.answer_logp(params, prompts.expand(S, n_p, P), answers.repeat(n_p, 1).expand(S, -1, A))

@@ -72,7 +72,7 @@ class SequenceEnv(ABC):
         ``'shifted'``: every token of the correct answer + 1 mod V (reward = the task's minimum) —
         at V = 2 the complement, so pushing it down teaches the right answer."""
         if kind == "constant":
-            return torch.zeros((*prompts.shape[:-1], self.answer_len), dtype=torch.long)
+            return torch.zeros((*prompts.shape[:-1], self.answer_len), dtype=torch.long, device=prompts.device)
         return (self.correct_answers(prompts) + 1) % self.vocab
 
     def rewards(self, prompts: Tensor, answers: Tensor) -> Tensor:

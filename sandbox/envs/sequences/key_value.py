@@ -17,7 +17,7 @@ def key_value_labels(prompts: Tensor) -> Tensor:
     keys, values, query = prompts[..., 0:-1:2], prompts[..., 1:-1:2], prompts[..., -1:]
     n = keys.shape[-1]
     hit = keys == query
-    last = torch.where(hit, torch.arange(n), torch.full_like(keys, -1)).amax(-1, keepdim=True)
+    last = torch.where(hit, torch.arange(n, device=keys.device), torch.full_like(keys, -1)).amax(-1, keepdim=True)
     return values.gather(-1, last.clamp(min=0)).squeeze(-1)
 
 

@@ -16,7 +16,7 @@ def is_subsequence(prompts: Tensor, answers: Tensor) -> Tensor:
     """Whether each prompt ``[..., P]`` is a (non-contiguous) subsequence of its answer ``[..., A]``
     (greedy matching, left to right) → bool ``[...]``."""
     P = prompts.shape[-1]
-    matched = torch.zeros(answers.shape[:-1], dtype=torch.long)
+    matched = torch.zeros(answers.shape[:-1], dtype=torch.long, device=answers.device)
     for t in range(answers.shape[-1]):
         nxt = prompts.gather(-1, matched.clamp(max=P - 1).unsqueeze(-1)).squeeze(-1)
         matched = matched + ((matched < P) & (answers[..., t] == nxt)).to(torch.long)

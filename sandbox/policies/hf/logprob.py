@@ -87,7 +87,7 @@ def completion_logp(
     else:
         cut = len(prefix) + 1
         body_params = {k[cut:]: v for k, v in params.items() if k.startswith(prefix + ".")}
-        weight = params[head_name]
+        weight = params[head_name] if head_name in params else dict(model.named_parameters())[head_name]
     hidden = _call(body, body_params, **kwargs).last_hidden_state[:, P - 1 : P + T - 1]
     rows = hidden[mask]
     if temperature != 1.0:
@@ -99,16 +99,29 @@ def completion_logp(
 class CausalLMPolicy:
     """A causal LM with parameters held outside it: ``parameters()`` gives copies with a population
     axis of 1, ``logp(params, ...)`` scores completions with them (differentiably) and
-    ``actor(params)`` loads them into a cached module of their dtype for sampling."""
+    ``actor(params)`` loads them into a cached module of their dtype for sampling.
+
+    ``trainable`` (parameter names; default all) are the ones held outside: the others stay in the
+    model, frozen (``requires_grad=False``), and every call reads them from there."""
 
     def __init__(self, model: nn.Module, *, temperature: float = 1.0, method: str = "fused",
-                 chunk_size: int = 1024, backend: str = "auto") -> None:
+                 chunk_size: int = 1024, backend: str = "auto", trainable: Sequence[str] | None = None) -> None:
         check_range("temperature", temperature, low=0.0, low_open=True)
         check_choice("method", method, LOGPROB_METHODS)
         check_range("chunk_size", chunk_size, low=1)
         check_choice("backend", backend, BACKENDS)
         self.model = model.eval()
-        self.names = [name for name, _ in model.named_parameters()]
+        every = [name for name, _ in model.named_parameters()]
+        if trainable is None:
+            self.names = every
+        else:
+            unknown = sorted(set(trainable) - set(every))
+            if unknown or not trainable:
+                raise ValueError(f"trainable must name parameters of the model, got unknown {unknown[:3]}"
+                                 if unknown else "trainable must name at least one parameter")
+            self.names = [name for name in every if name in set(trainable)]
+            for name, p in model.named_parameters():
+                p.requires_grad_(name in set(trainable))
         self.temperature, self.method, self.chunk_size, self.backend = temperature, method, chunk_size, backend
         if method == "fused":
             check_fusable(model)
@@ -126,8 +139,9 @@ class CausalLMPolicy:
         return int(self.model.get_output_embeddings().weight.shape[0])
 
     def parameters(self) -> list[Tensor]:
-        """Detached copies of the parameters, each ``[1, *shape]``."""
-        return [p.detach().clone().unsqueeze(0) for p in self.model.parameters()]
+        """Detached copies of the (trainable) parameters, each ``[1, *shape]``."""
+        own = dict(self.model.named_parameters())
+        return [own[name].detach().clone().unsqueeze(0) for name in self.names]
 
     def named(self, params: Sequence[Tensor]) -> dict[str, Tensor]:
         """``[1, ...]`` population tensors → name → tensor (views, differentiable)."""
@@ -143,8 +157,9 @@ class CausalLMPolicy:
             module = copy.deepcopy(self.model).to(dtype).eval()
             self._actors[dtype] = module
         with torch.no_grad():
-            for p, src in zip(module.parameters(), params):
-                p.copy_(src[0])
+            own = dict(module.named_parameters())
+            for name, src in zip(self.names, params):
+                own[name].copy_(src[0])
         return module
 
     def logp(self, params: Sequence[Tensor], prompt_ids: Tensor, prompt_mask: Tensor, actions: Tensor,

@@ -15,7 +15,7 @@ from jaxtyping import Bool, Int
 from torch import Tensor, nn
 
 from sandbox.core.sampling import IDENTITY, SamplingChain
-from sandbox.core.validation import check_range, check_tensor
+from sandbox.core.validation import check_range, check_tensor, on_host
 from sandbox.policies.decode import Versions, decode, fresh
 
 
@@ -37,7 +37,7 @@ def check_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> None:
     if prompt_mask.shape != prompt_ids.shape:
         raise ValueError(f"prompt_mask must have shape {tuple(prompt_ids.shape)} (matching prompt_ids), "
                          f"got {tuple(prompt_mask.shape)}")
-    if prompt_ids.shape[1] == 0 or not bool(prompt_mask[:, -1].all()):
+    if prompt_ids.shape[1] == 0 or on_host(prompt_mask) and not bool(prompt_mask[:, -1].all()):
         raise ValueError("prompts must be left-padded and non-empty: prompt_mask[:, -1] must be all True")
 
 

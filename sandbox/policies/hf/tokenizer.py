@@ -27,6 +27,18 @@ class CheckpointTokenizer:
         self.pad_id = int(self.inner.pad_token_id) if self.inner.pad_token_id is not None else self.eos_id
         self.vocab_size = len(self.inner)
 
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.inner, "chat_template", None))
+
+    def chat(self, question: str) -> str:
+        """``question`` as the user's turn of the model's own chat template, up to where the
+        assistant's reply begins (the template's default system turn included)."""
+        if not self.has_chat_template:
+            raise ValueError("chat=True needs a tokenizer with a chat template; this checkpoint's has none")
+        return self.inner.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                              tokenize=False)
+
     def encode(self, text: str) -> list[int]:
         return list(self.inner(text, add_special_tokens=False)["input_ids"])
 
