@@ -354,9 +354,10 @@ def summary(outcomes: list[FigureOutcome], width: int = 120) -> str:
     count = {(kind, verdict): sum(c.kind == kind and c.verdict == verdict for c in claims)
              for kind in ("evidence", "sanity") for verdict in ("PASS", "CHECK", "FAIL", "INFO")}
     errors = sum(not o.made for o in outcomes)
-    lines.append(f"\nevidence: {count['evidence', 'PASS']} PASS, {count['evidence', 'FAIL']} FAIL, "
-                 f"{count['evidence', 'INFO']} INFO; sanity: {count['sanity', 'CHECK']} CHECK, "
-                 f"{count['sanity', 'FAIL']} FAIL; {len(outcomes) - errors}/{len(outcomes)} figures made"
-                 + (f", {errors} could not be made (ERROR)" if errors else "")
-                 + " — a FAIL is a verdict on the claim, not an error of the run")
+    lines.append("\n" + textwrap.fill(
+        f"evidence: {count['evidence', 'PASS']} PASS, {count['evidence', 'FAIL']} FAIL, "
+        f"{count['evidence', 'INFO']} INFO; sanity: {count['sanity', 'CHECK']} CHECK, "
+        f"{count['sanity', 'FAIL']} FAIL; {len(outcomes) - errors}/{len(outcomes)} figures made"
+        + (f", {errors} could not be made (ERROR)" if errors else "")
+        + " — a FAIL is a verdict on the claim, not an error of the run", width))
     return "\n".join(lines)
