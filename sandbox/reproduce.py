@@ -358,6 +358,7 @@ def summary(outcomes: list[FigureOutcome], width: int = 120) -> str:
         f"evidence: {count['evidence', 'PASS']} PASS, {count['evidence', 'FAIL']} FAIL, "
         f"{count['evidence', 'INFO']} INFO; sanity: {count['sanity', 'CHECK']} CHECK, "
         f"{count['sanity', 'FAIL']} FAIL; {len(outcomes) - errors}/{len(outcomes)} figures made"
-        + (f", {errors} could not be made (ERROR)" if errors else "")
-        + " — a FAIL is a verdict on the claim, not an error of the run", width))
+        + (f", {errors} could not be made (ERROR)" if errors else ""), width))
+    if count["evidence", "FAIL"] or count["sanity", "FAIL"]:
+        lines.append("a FAIL is a verdict on the claim, not an error of the run (exit 0; --strict makes it 1)")
     return "\n".join(lines)

@@ -68,7 +68,8 @@ class MeasuredMismatch(Friction):
 
     def actor_logits(self, logits, ctx, generator):
         sigma = mismatch_sigma(self.token_kl, logits.shape[-1])
-        return logits + sigma * torch.randn(logits.shape, generator=generator, dtype=logits.dtype)
+        noise = torch.randn(logits.shape, generator=generator, dtype=logits.dtype)
+        return logits + sigma * noise.to(logits.device)  # drawn on the CPU generator: the same draws everywhere
 
 
 __all__ = ["PUBLISHED", "MeasuredMismatch", "mismatch_sigma"]
