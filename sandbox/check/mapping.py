@@ -51,7 +51,7 @@ class Settings:
     """The config's values over the schema's defaults; ``map``/``inert`` record the table's rows."""
 
     def __init__(self, flat: dict[str, Any], schema: Schema):
-        self.flat, self.schema, self.rows = flat, schema, []
+        self.flat, self.schema, self.rows, self.warnings = flat, schema, [], []
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.schema.defaults:
@@ -70,6 +70,10 @@ class Settings:
         self.rows.append(Row(key, target, value, "; ".join(n for n in (default, note) if n)))
         return value
 
+    def warn(self, message: str) -> None:
+        """A line the report prints above the table: the mapping is right but the run is unusual."""
+        self.warnings.append(message)
+
     def covered(self, key: str) -> bool:
         return any(key in keys_of(r.key) for r in self.rows)
 
@@ -78,8 +82,12 @@ class Settings:
             self.rows.append(Row(key, "—", self.flat.get(key, self.schema.defaults.get(key)), why))
 
     def refuse(self, key: str, why: str) -> None:
-        raise ValueError(f"{key}={self.flat.get(key, self.schema.defaults.get(key))!r}: {why}; "
-                         f"pass --ignore {key} to check the rest without it")
+        """One line naming the key; ``--ignore`` is suggested only for a key the file sets (ignoring
+        a default changes nothing)."""
+        value = self.flat.get(key, self.schema.defaults.get(key))
+        hint = f"; pass --ignore {key} to check the rest without it" if self.given(key) else \
+            f" (the {self.schema.source} default; set {key} in the config)"
+        raise ValueError(f"{key}={value!r}: {why}{hint}")
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,7 @@ class Mapping:
     rows: tuple[Row, ...]
     ignored: tuple[str, ...] = ()
     infrastructure: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
     def table(self) -> list[tuple[str, str, str, str]]:
         return [(r.key, r.field, _show(r.value), r.note) for r in self.rows]
@@ -105,6 +114,7 @@ class Mapping:
         rows = [head] + self.table()
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = [f"{self.source} config {self.label!r} (keys and defaults read at {self.version}):"]
+        lines += [f"  warning: {w}" for w in self.warnings]
         lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + ("  " + r[3] if r[3] else "")
                   for r in rows]
         if self.ignored:
@@ -123,7 +133,7 @@ class Mapping:
         return {"source": self.source, "label": self.label, "version": self.version,
                 "recipe": self.recipe.to_dict(), "deployment": asdict(self.deployment),
                 "rows": [asdict(r) for r in self.rows], "ignored": list(self.ignored),
-                "infrastructure": list(self.infrastructure)}
+                "infrastructure": list(self.infrastructure), "warnings": list(self.warnings)}
 
 
 def keys_of(name: str) -> list[str]:
@@ -179,7 +189,8 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
         name = f"{name} (config)"
     recipe = Recipe(name=name, **run)
     recipe.check()
-    return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra)
+    return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra,
+                   tuple(settings.warnings))
 
 
 def _is_infrastructure(key: str, schema: Schema) -> bool:

@@ -13,22 +13,8 @@ import math
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
+from sandbox.check.verl_losses import AS, C, EPS, LOSSES, A, G, R, estimator  # noqa: F401
 
-A, R, G, C, AS = ("actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "algorithm.",
-                  "algorithm.rollout_correction.", "async_training.")
-EPS = {"eps_low": A + "clip_ratio_low", "eps_high": A + "clip_ratio_high"}
-#: loss_mode → our estimator, its fields from their keys, and fields verl fixes for that loss
-LOSSES = {
-    "vanilla": ("ppo", {**EPS, "dual_clip": A + "clip_ratio_c"}, {}),
-    "gspo": ("gspo", EPS, {"aggregation": "seq-mean-token-mean"}),  # verl's gspo ignores loss_agg_mode
-    "geo_mean": ("gmpo", EPS, {}),
-    "cispo": ("cispo", EPS, {}),
-    "sapo": ("sapo", {"tau_pos": A + "tau_pos", "tau_neg": A + "tau_neg"}, {}),
-    "clip_cov": ("clip_cov", {**EPS, "ratio": A + "policy_loss.clip_cov_ratio", "cov_lb": A + "policy_loss.clip_cov_lb",
-                              "cov_ub": A + "policy_loss.clip_cov_ub"}, {}),
-    "kl_cov": ("kl_cov", {"ratio": A + "policy_loss.kl_cov_ratio", "coef": A + "policy_loss.ppo_kl_coef"}, {}),
-    "gpg": ("reinforce", {}, {}),
-}
 #: adv_estimator → our advantage and its kwargs (grpo's norm_adv_by_std_in_grpo=False is Dr. GRPO's)
 ADVANTAGES = {"grpo": ("grpo", {}), "grpo_vectorized": ("grpo", {}), "rloo": ("rloo", {}),
               "rloo_vectorized": ("rloo", {}), "reinforce_plus_plus": ("reinforce_pp", {}),
@@ -45,14 +31,13 @@ DEFAULTS = {
     G + "adv_estimator": "gae", G + "norm_adv_by_std_in_grpo": True,
     C + "rollout_is": None, C + "rollout_is_threshold": 2.0, C + "rollout_rs": None, C + "rollout_rs_threshold": None,
     C + "bypass_mode": False, C + "loss_type": "ppo_clip",
-    R + "n": 1, R + "top_p": 1.0, R + "top_k": -1, R + "logprobs_mode": "processed_logprobs",
+    R + "n": 1, R + "calculate_log_probs": True, R + "top_p": 1.0, R + "top_k": -1, R + "logprobs_mode": "processed_logprobs",
     AS + "staleness_threshold": 0.1, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 1,
     AS + "partial_rollout": True, AS + "use_rollout_log_probs": True, AS + "compute_prox_log_prob": False,
 }
 INERT = {
     R + "temperature": "the trainer scores at the same temperature, so it changes no ratio (the sandbox's policy is "
                        "its own temperature-1 policy)",
-    R + "calculate_log_probs": "the engine's log-probs are read wherever the mapped loss needs μ",
     R + "dtype": "the sampler/learner precision mismatch is a cell only with --precision bf16",
     A + "kl_loss_coef": "read only with use_kl_loss", A + "kl_loss_type": "read only with use_kl_loss",
     G + "kl_penalty": "read only with use_kl_in_reward", G + "kl_ctrl.type": "read only with use_kl_in_reward",
@@ -95,86 +80,6 @@ INFRASTRUCTURE = (
 VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
 
 
-def _loss(s: Settings, mode: str, bypass: bool = False) -> tuple[str, dict]:
-    """The estimator of ``loss_mode`` with its fields; clip_ratio applies where low/high are null
-    (in bypass mode verl's loss is vanilla PPO whatever loss_mode says)."""
-    if mode not in LOSSES:
-        s.refuse(A + "policy_loss.loss_mode", f"not a loss the check models (known: {', '.join(LOSSES)})")
-    name, fields, fixed = LOSSES[mode]
-    if not bypass:
-        s.map(A + "policy_loss.loss_mode", "estimator", name)
-    kwargs = {}
-    for ours, theirs in fields.items():
-        if s[theirs] is None and theirs in EPS.values():  # verl: a null clip_ratio_low/high is clip_ratio
-            kwargs[ours] = s.map(A + "clip_ratio", f"{name}.{ours}", note=f"{theirs.split('.')[-1]} is null")
-        else:
-            kwargs[ours] = s.map(theirs, f"{name}.{ours}")
-    if s.given(A + "clip_ratio") and not s.covered(A + "clip_ratio"):
-        s.inert(A + "clip_ratio", "clip_ratio_low/high (default 0.2) take precedence")
-    for ours, value in fixed.items():
-        kwargs[ours] = s.map(A + "loss_agg_mode", f"{name}.{ours}", value, note=f"verl's {mode} loss fixes it")
-    return name, kwargs
-
-
-def _rejection(s: Settings, loss_type: str) -> tuple[str, dict]:
-    """verl's rollout_rs (one option) and its threshold as the ``rollout_rs`` estimator's fields."""
-    option = str(s[C + "rollout_rs"])
-    level, _, statistic = option.rpartition("_")
-    if "," in option or statistic not in ("k1", "k2", "k3") or level not in ("token", "seq_sum", "seq_mean", "seq_max"):
-        s.refuse(C + "rollout_rs", "one option of token_k*, seq_sum_k*, seq_mean_k*, seq_max_k* is modelled")
-    threshold = s[C + "rollout_rs_threshold"]
-    lower, upper = (None, threshold) if not isinstance(threshold, str) else \
-        tuple(float(x) for x in threshold.split("_")) if "_" in threshold else (None, float(threshold))
-    s.map(C + "rollout_rs", "estimator", "rollout_rs", note="bypass: rejection sampling, then the loss_type's loss")
-    kwargs = {"loss": s.map(C + "loss_type", "rollout_rs.loss", loss_type),
-              "statistic": s.map(C + "rollout_rs", "rollout_rs.statistic", statistic),
-              "level": s.map(C + "rollout_rs", "rollout_rs.level", level),
-              "upper": s.map(C + "rollout_rs_threshold", "rollout_rs.upper", upper)}
-    if lower is not None:
-        kwargs["lower"] = s.map(C + "rollout_rs_threshold", "rollout_rs.lower", lower)
-    if loss_type == "ppo_clip":
-        low, high = (s[k] if s[k] is not None else s[A + "clip_ratio"] for k in EPS.values())
-        if low != high:
-            s.refuse(A + "clip_ratio_high", "an asymmetric clip with rollout_rs is not modelled (one ε)")
-        kwargs["eps"] = s.map(A + "clip_ratio_low", "rollout_rs.eps", low)
-        s.map(A + "clip_ratio_c", "—", note="not applied: rollout_rs's PPO clip has no dual clip")
-    return "rollout_rs", kwargs
-
-
-def _estimator(s: Settings) -> tuple[str, dict]:
-    """The loss with the rollout correction: bypass mode (π_old = μ) or decoupled (three policies)."""
-    is_level = s[C + "rollout_is"]
-    if is_level not in (None, "token", "sequence"):
-        s.refuse(C + "rollout_is", "IS at 'token' or 'sequence' level is modelled")
-    if not s[C + "bypass_mode"]:
-        if s[C + "rollout_rs"] is not None:
-            s.refuse(C + "rollout_rs", "rejection sampling is modelled in bypass mode only (the rollout_rs estimator)")
-        name, kwargs = _loss(s, s[A + "policy_loss.loss_mode"])
-        if is_level is not None:
-            kwargs["rollout_is"] = s.map(C + "rollout_is", f"{name}.rollout_is", f"{is_level}_truncate")
-            kwargs["rollout_is_max"] = s.map(C + "rollout_is_threshold", f"{name}.rollout_is_max")
-        return name, kwargs
-    loss_type = s[C + "loss_type"]
-    if loss_type not in ("ppo_clip", "reinforce"):
-        s.refuse(C + "loss_type", "bypass mode's loss_type is 'ppo_clip' or 'reinforce'")
-    if s[A + "policy_loss.loss_mode"] != "vanilla":
-        s.inert(A + "policy_loss.loss_mode", "bypass mode replaces the loss (verl sets loss_mode='bypass_mode')")
-    if s[C + "rollout_rs"] is not None:
-        if loss_type == "reinforce" and is_level is not None:
-            s.refuse(C + "rollout_is", "IS weights with rejection sampling in REINFORCE bypass are not modelled")
-        return _rejection(s, loss_type)
-    if loss_type == "ppo_clip":
-        if is_level is not None:
-            s.inert(C + "rollout_is", "not applied with loss_type ppo_clip: the clipped ratio π_θ/μ is the correction")
-        s.map(C + "loss_type", "estimator", "ppo", note="bypass: PPO-clip with π_old = μ")
-        return _loss(s, "vanilla", bypass=True)
-    if is_level is None:
-        return s.map(C + "loss_type", "estimator", "reinforce", note="bypass"), {}
-    s.map(C + "loss_type", "estimator", "tis", note="bypass: REINFORCE with IS weights")
-    return "tis", {"level": s.map(C + "rollout_is", "tis.level", is_level),
-                   "C": s.map(C + "rollout_is_threshold", "tis.C")}
-
-
 def _delay(sync: int, threshold: float, reuse: int) -> dict:
     """The fully-async trainer's delays in optimiser updates: ``trigger_parameter_sync_step`` local
     steps of ``reuse`` updates between syncs, U of them; staleness_threshold s = 0 cycles the delay
@@ -185,21 +90,45 @@ def _delay(sync: int, threshold: float, reuse: int) -> dict:
     return {"kind": "per_actor", "n_actors": updates, "D": updates} if updates > 1 else {}
 
 
-def derive(s: Settings) -> tuple[dict, Deployment]:
-    name, kwargs = _estimator(s)
-    if "aggregation" not in kwargs:
-        kwargs["aggregation"] = s.map(A + "loss_agg_mode", f"{name}.aggregation")
+def _advantage(s: Settings) -> tuple[str, dict]:
+    """The advantage of ``adv_estimator``: grpo's std switch (read by ``grpo`` only: verl's
+    ``compute_advantage`` does not pass it to ``grpo_vectorized``), and a group of one
+    (``rollout.n`` = 1), where verl's group baselines are 0 (GRPO's std 1): A = R, our ``constant``."""
     adv = s[G + "adv_estimator"]
     if adv not in ADVANTAGES:
         s.refuse(G + "adv_estimator", f"not an advantage the check models (known: {', '.join(ADVANTAGES)}; "
                                       "GAE needs a critic, which is not modelled)")
-    advantage, adv_kwargs = ADVANTAGES[adv]
-    if advantage == "grpo" and not s[G + "norm_adv_by_std_in_grpo"]:
-        advantage = "dr_grpo"
-    s.map(G + "adv_estimator" + (" × norm_adv_by_std_in_grpo" if advantage != "grpo" or
-                                 s.given(G + "norm_adv_by_std_in_grpo") else ""), "advantage", advantage)
-    for key, value in adv_kwargs.items():
-        s.map(G + "adv_estimator", f"advantage_kwargs.{key}", value)
+    advantage, kwargs = ADVANTAGES[adv]
+    key = G + "adv_estimator"
+    if adv == "grpo" and not s[G + "norm_adv_by_std_in_grpo"]:
+        advantage, key = "dr_grpo", key + " × norm_adv_by_std_in_grpo"
+    elif adv == "grpo" and s.given(G + "norm_adv_by_std_in_grpo"):
+        key += " × norm_adv_by_std_in_grpo"
+    elif adv == "grpo_vectorized" and s.given(G + "norm_adv_by_std_in_grpo"):
+        s.inert(G + "norm_adv_by_std_in_grpo", "verl's compute_advantage does not pass it to grpo_vectorized, "
+                                               "which always divides by the std")
+    if int(s[R + "n"]) == 1 and adv == "rloo_vectorized":
+        s.refuse(R + "n", "with rloo_vectorized a group of one gets A = 0 (verl's rloo gives A = R): the run learns "
+                          "nothing; set rollout.n > 1")
+    if int(s[R + "n"]) == 1 and (advantage != "reinforce_pp" or kwargs):
+        why = (f"rollout.n = 1: every group of one; verl's {adv} baseline is then 0" +
+               (" and its std 1 (A = R/(1 + 1e-6))" if advantage == "grpo" else "") + ", so A = R")
+        s.warn(f"{why}: no baseline, as a plain REINFORCE run (set actor_rollout_ref.rollout.n > 1 for a group "
+               "baseline)")
+        if advantage == "reinforce_pp":  # the group mean is 0: whitening over the batch alone
+            return s.map(key + " × " + R + "n", "advantage", advantage, note=why), {}
+        return s.map(key + " × " + R + "n", "advantage", "constant", note=why + " (a group of one)"), {}
+    s.map(key, "advantage", advantage)
+    for name, value in kwargs.items():
+        s.map(G + "adv_estimator", f"advantage_kwargs.{name}", value)
+    return advantage, kwargs
+
+
+def derive(s: Settings) -> tuple[dict, Deployment]:
+    name, kwargs = estimator(s)
+    if "aggregation" not in kwargs:
+        kwargs["aggregation"] = s.map(A + "loss_agg_mode", f"{name}.aggregation")
+    advantage, adv_kwargs = _advantage(s)
     run = {"estimator": name, "estimator_kwargs": kwargs, "advantage": advantage, "advantage_kwargs": adv_kwargs}
     asynchronous = any(key.startswith(AS) for key in s.flat)
     if asynchronous:  # each local step fetches require_batches mini-batches

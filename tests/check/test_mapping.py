@@ -109,7 +109,7 @@ TABLES = {
         ('actor_rollout_ref.actor.clip_ratio_low', 'ppo.eps_low', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_high', 'ppo.eps_high', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_c', 'ppo.dual_clip', 3.0),
-        ('algorithm.rollout_correction.rollout_is', 'ppo.rollout_is', 'token_truncate'),
+        ('algorithm.rollout_correction.rollout_is × algorithm.rollout_correction.rollout_is_threshold', 'ppo.rollout_is', 'token_truncate'),
         ('algorithm.rollout_correction.rollout_is_threshold', 'ppo.rollout_is_max', 2.0),
         ('actor_rollout_ref.actor.loss_agg_mode', 'ppo.aggregation', 'token-mean'),
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
@@ -149,7 +149,7 @@ TABLES = {
         ('algorithm.rollout_correction.rollout_rs', 'rollout_rs.level', 'seq_mean'),
         ('algorithm.rollout_correction.rollout_rs_threshold', 'rollout_rs.upper', 0.01),
         ('actor_rollout_ref.actor.clip_ratio_low', 'rollout_rs.eps', 0.2),
-        ('actor_rollout_ref.actor.clip_ratio_c', '—', 3.0),
+        ('actor_rollout_ref.actor.clip_ratio_c', 'rollout_rs.dual_clip', 3.0),  # M6: verl applies it
         ('actor_rollout_ref.actor.loss_agg_mode', 'rollout_rs.aggregation', 'token-mean'),
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
         ('actor_rollout_ref.actor.ppo_epochs × data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size', 'deployment.reuse', 4),
