@@ -108,6 +108,9 @@ def _estimator(s: Settings) -> tuple[str, dict]:
             kwargs[ours] = s.map(theirs, f"{name}.{ours}", s[theirs] + shift if shift else s[theirs], note=note)
     if s["delta"] is not None and name != "ppo":
         s.refuse("delta", f"two-sided clipping with {name} is not modelled")
+    if s["delta"] is not None and not s["delta"] > 1 + kwargs["eps_high"]:
+        s.refuse("delta", f"TRL's two-sided clip min(r, delta) is a dual clip only above 1 + epsilon_high = "
+                          f"{1 + kwargs['eps_high']:g} (TRL recommends delta > 1 + epsilon)")
     kwargs["aggregation"] = s.map("loss_type", f"{name}.aggregation", aggregation)
     if s["off_policy_mask_threshold"] is not None:
         if name != "ppo":
@@ -126,6 +129,11 @@ def _correction(s: Settings, name: str, kwargs: dict) -> None:
     if name == "vespo":
         s.refuse("vllm_importance_sampling_correction", "vespo folds the vLLM ratio into its sequence weight, "
                                                         "which is not modelled")
+    if name == "gspo" and str(s["vllm_importance_sampling_mode"]).startswith("token"):
+        s.refuse("vllm_importance_sampling_mode", "token weights with a sequence-level ratio: TRL multiplies its one "
+                                                  "ratio per answer by each token's weight, so every token's gradient "
+                                                  "gets the answer's mean weight; ours (and verl) weight each token's "
+                                                  "own — use a sequence_* mode")
     cap = s["vllm_importance_sampling_cap"]
     kwargs["rollout_is"] = s.map("use_vllm × vllm_importance_sampling_correction × vllm_importance_sampling_mode",
                                  f"{name}.rollout_is", s["vllm_importance_sampling_mode"])

@@ -9,6 +9,7 @@ token mask, one reward and one advantage per sequence, and the prompt (group) of
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import textwrap
@@ -142,6 +143,7 @@ def differ(ours: tuple[torch.Tensor, torch.Tensor], theirs: tuple[torch.Tensor, 
 
 
 # ----------------------------------------------------------------------------- their code, sliced
+@functools.cache
 def source_block(function, start: str, end: str) -> str:
     """The lines of ``function``'s own source from the line holding ``start`` up to (not including)
     the line holding ``end``, dedented: a framework's inline computation run verbatim where it has no
