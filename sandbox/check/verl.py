@@ -13,6 +13,7 @@ import math
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
+from sandbox.check.validate import Spec
 from sandbox.check.verl_losses import AS, C, EPS, LOSSES, A, G, R, estimator  # noqa: F401
 
 #: adv_estimator → our advantage and its kwargs (grpo's norm_adv_by_std_in_grpo=False is Dr. GRPO's)
@@ -27,7 +28,7 @@ DEFAULTS = {
     A + "tau_neg": 1.05, A + "policy_loss.clip_cov_ratio": 0.0002, A + "policy_loss.clip_cov_lb": 1.0,
     A + "policy_loss.clip_cov_ub": 5.0, A + "policy_loss.kl_cov_ratio": 0.0002, A + "policy_loss.ppo_kl_coef": 0.1,
     A + "ppo_epochs": 1, A + "ppo_mini_batch_size": 256, "data.train_batch_size": 1024,
-    A + "use_rollout_log_probs": False,
+    A + "use_rollout_log_probs": False, A + "loss_scale_factor": None,
     G + "adv_estimator": "gae", G + "norm_adv_by_std_in_grpo": True,
     C + "rollout_is": None, C + "rollout_is_threshold": 2.0, C + "rollout_rs": None, C + "rollout_rs_threshold": None,
     C + "bypass_mode": False, C + "loss_type": "ppo_clip",
@@ -39,6 +40,8 @@ INERT = {
     R + "temperature": "the trainer scores at the same temperature, so it changes no ratio (the sandbox's policy is "
                        "its own temperature-1 policy)",
     R + "dtype": "the sampler/learner precision mismatch is a cell only with --precision bf16",
+    R + "calculate_log_probs": "read with the rollout correction: verl applies rollout_is (decoupled) only when it "
+                               "is on, and bypass mode stops without it",
     A + "kl_loss_coef": "read only with use_kl_loss", A + "kl_loss_type": "read only with use_kl_loss",
     G + "kl_penalty": "read only with use_kl_in_reward", G + "kl_ctrl.type": "read only with use_kl_in_reward",
     G + "kl_ctrl.kl_coef": "read only with use_kl_in_reward", G + "kl_ctrl.horizon": "read only with use_kl_in_reward",
@@ -66,7 +69,7 @@ INFRASTRUCTURE = (
     A + "strategy", A + "ppo_micro_batch_size*", A + "use_dynamic_bsz", A + "ppo_max_token_len_per_gpu", A + "optim.*",
     A + "fsdp_config.*", A + "megatron.*", A + "checkpoint.*", A + "profiler.*", A + "use_torch_compile",
     A + "ulysses_sequence_parallel_size", A + "grad_clip", A + "shuffle", A + "data_loader_seed", A + "use_fused_kernels",
-    A + "freeze_vision_tower", A + "router_replay.*", A + "use_remove_padding", A + "loss_scale_factor",
+    A + "freeze_vision_tower", A + "router_replay.*", A + "use_remove_padding",
     A + "calculate_entropy", A + "use_prefix_grouper", A + "rollout_n", A + "_target_", A + "policy_loss._target_",
     A + "entropy_from_logits_with_chunking", A + "entropy_checkpointing",
     R + "name", R + "mode", R + "prompt_length", R + "response_length", R + "gpu_memory_utilization", R + "ignore_eos",
@@ -124,39 +127,100 @@ def _advantage(s: Settings) -> tuple[str, dict]:
     return advantage, kwargs
 
 
+def _trainer(s: Settings) -> str:
+    """Which verl trainer the keys belong to: 'fully-async' (an ``async_training`` section),
+    'one-step-off' (a top-level ``rollout`` section without one: only the disaggregated trainers
+    have it) or 'ppo'. The disaggregated trainers' YAMLs default ``bypass_mode`` and
+    ``calculate_log_probs`` to True (verl/experimental/*/config/*_trainer.yaml)."""
+    if any(key.startswith(AS) for key in s.every_key):
+        kind = "fully-async"
+    elif any(key.startswith("rollout.") for key in s.every_key):
+        kind = "one-step-off"
+    else:
+        return "ppo"
+    s.overrides.update({C + "bypass_mode": True, R + "calculate_log_probs": True})
+    return kind
+
+
+def _schedule(s: Settings, trainer: str) -> tuple[int, dict, str]:
+    """(reuse, delay, π_old keys) of the trainer. fully-async: ``trigger_parameter_sync_step`` local
+    steps of ``ppo_epochs × require_batches`` updates per sync; one-step-off: batch t+1 is generated
+    while batch t trains, one step of K updates stale (a fixed delay K: update i of the step sees
+    K + i, the 0..K−1 extra is not modelled); ppo: K = ppo_epochs × train_batch_size ÷ mini-batch."""
+    if trainer == "fully-async":
+        reuse = s.map(A + "ppo_epochs × " + AS + "require_batches", "deployment.reuse",
+                      s[A + "ppo_epochs"] * s[AS + "require_batches"])
+        delay = s.map(AS + "trigger_parameter_sync_step × " + AS + "staleness_threshold", "deployment.delay",
+                      _delay(s[AS + "trigger_parameter_sync_step"], s[AS + "staleness_threshold"], reuse))
+        return reuse, delay, f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob"
+    batches = max(1, s["data.train_batch_size"] // s[A + "ppo_mini_batch_size"])
+    reuse = s.map(A + "ppo_epochs × data.train_batch_size ÷ " + A + "ppo_mini_batch_size", "deployment.reuse",
+                  s[A + "ppo_epochs"] * batches)
+    if trainer == "ppo":
+        return reuse, {}, f"{C}bypass_mode"
+    delay = s.map("rollout.* (one-step-off-policy trainer)", "deployment.delay", {"kind": "fixed", "D": reuse},
+                  note="a top-level rollout section without async_training: verl's one-step-off-policy trainer "
+                       "(verl/experimental/one_step_off_policy) trains on rollouts one step old")
+    return reuse, delay, f"{C}bypass_mode"
+
+
+def _proximal(s: Settings, trainer: str, keys: str, delay: dict) -> str:
+    """π_old: μ (bypass, or the fully-async trainer's use_rollout_log_probs at b178a3c) or recomputed.
+    The fully-async trainer recomputes it with the parameters of the sync window's start (M7:
+    ``_compute_old_log_prob`` restores version 1; b178a3c's compute_prox_log_prob): here it is the
+    current policy, so the clip binds less than in verl — stated, not modelled."""
+    legacy = trainer == "fully-async" and s[AS + "use_rollout_log_probs"] and not s[AS + "compute_prox_log_prob"] \
+        and not (s.given(C + "bypass_mode") and not s[C + "bypass_mode"])
+    behaviour = s[C + "bypass_mode"] or legacy or (trainer == "ppo" and s[A + "use_rollout_log_probs"])
+    proximal = s.map(keys, "deployment.proximal", "behavior" if behaviour else "recompute")
+    if trainer == "fully-async" and proximal == "recompute" and delay:
+        s.warn(f"the fully-async trainer recomputes π_old with the parameters of the sync window's start, up to "
+               f"{delay.get('D', 0)} updates old; the sandbox recomputes it at the current policy, so its clip "
+               "binds less than verl's (an approximation, docs/check.md)")
+    return proximal
+
+
 def derive(s: Settings) -> tuple[dict, Deployment]:
+    trainer = _trainer(s)
     name, kwargs = estimator(s)
     if "aggregation" not in kwargs:
         kwargs["aggregation"] = s.map(A + "loss_agg_mode", f"{name}.aggregation")
+    if s[A + "loss_scale_factor"] is not None:
+        if kwargs["aggregation"] == "seq-mean-token-sum-norm":
+            s.refuse(A + "loss_scale_factor", "a fixed divisor for seq-mean-token-sum-norm is not modelled (ours "
+                                              "divides by the padded length, verl's default)")
+        s.inert(A + "loss_scale_factor", "read only with loss_agg_mode seq-mean-token-sum-norm")
     advantage, adv_kwargs = _advantage(s)
     run = {"estimator": name, "estimator_kwargs": kwargs, "advantage": advantage, "advantage_kwargs": adv_kwargs}
-    asynchronous = any(key.startswith(AS) for key in s.flat)
-    if asynchronous:  # each local step fetches require_batches mini-batches
-        reuse = s.map(A + "ppo_epochs × " + AS + "require_batches", "deployment.reuse",
-                      int(s[A + "ppo_epochs"]) * int(s[AS + "require_batches"]))
-        delay = s.map(AS + "trigger_parameter_sync_step × " + AS + "staleness_threshold", "deployment.delay",
-                      _delay(s[AS + "trigger_parameter_sync_step"], s[AS + "staleness_threshold"], reuse))
-        behaviour = s[AS + "use_rollout_log_probs"] and not s[AS + "compute_prox_log_prob"]
-        proximal_keys = f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob"
-    else:
-        batches = max(1, int(s["data.train_batch_size"]) // int(s[A + "ppo_mini_batch_size"]))
-        reuse = s.map(A + "ppo_epochs × data.train_batch_size ÷ " + A + "ppo_mini_batch_size", "deployment.reuse",
-                      int(s[A + "ppo_epochs"]) * batches)
-        delay, behaviour, proximal_keys = {}, s[A + "use_rollout_log_probs"], f"{C}bypass_mode"
+    reuse, delay, proximal_keys = _schedule(s, trainer)
     partial = 2 if delay.get("kind") == "uniform" and s[AS + "partial_rollout"] else 1
-    if asynchronous:
+    if trainer == "fully-async":
         s.map(AS + "partial_rollout", "deployment.partial", partial, note="2 chunks when samples outlive a sync")
-    proximal = s.map(proximal_keys, "deployment.proximal",
-                     "behavior" if s[C + "bypass_mode"] or behaviour else "recompute")
+    proximal = _proximal(s, trainer, proximal_keys, delay)
     mode = s[R + "logprobs_mode"]
     if mode not in LOGPROBS_MODES:
         s.refuse(R + "logprobs_mode", f"the check models {list(LOGPROBS_MODES)}")
-    deployment = Deployment(group=int(s.map(R + "n", "deployment.group")),
+    deployment = Deployment(group=s.map(R + "n", "deployment.group"),
                             top_p=float(s.map(R + "top_p", "deployment.top_p")),
-                            top_k=s.map(R + "top_k", "deployment.top_k", max(0, int(s[R + "top_k"]))),
+                            top_k=s.map(R + "top_k", "deployment.top_k", max(0, s[R + "top_k"])),
                             report=s.map(R + "logprobs_mode", "deployment.report", LOGPROBS_MODES[mode]),
                             reuse=reuse, delay=delay, partial=partial, proximal=proximal)
     return run, deployment
 
 
-SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive)
+#: ranges and types beyond the defaults' types (verl's own checks, or what the mapping needs)
+SPECS = {
+    R + "n": Spec("int", low=1), R + "top_p": Spec("number", low=0.0, high=1.0, low_open=True),
+    R + "top_k": Spec("int", low=-1), A + "ppo_epochs": Spec("int", low=1), A + "ppo_mini_batch_size": Spec("int", low=1),
+    "data.train_batch_size": Spec("int", low=1), A + "clip_ratio": Spec("number", low=0.0, none=True),
+    A + "clip_ratio_low": Spec("number", low=0.0, none=True, finite=False),
+    A + "clip_ratio_high": Spec("number", low=0.0, none=True, finite=False),
+    A + "clip_ratio_c": Spec("number", low=1.0, low_open=True, finite=False), A + "tau_pos": Spec("number", low=0.0,
+                                                                                                  low_open=True),
+    A + "tau_neg": Spec("number", low=0.0, low_open=True), A + "loss_scale_factor": Spec("int", low=1, none=True),
+    AS + "staleness_threshold": Spec("number", low=0.0), AS + "trigger_parameter_sync_step": Spec("int", low=1),
+    AS + "require_batches": Spec("int", low=1), C + "rollout_is": Spec("str", none=True),
+    C + "rollout_rs": Spec("str", none=True), C + "rollout_is_threshold": Spec("any"),
+    C + "rollout_rs_threshold": Spec("any"),  # numbers or 'lower_upper' strings: verl_losses parses them
+}
+SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)

@@ -16,7 +16,7 @@ IGNORE = {"verl_grpo_token_tis.yaml": ["actor_rollout_ref.actor.use_kl_loss"]}
 CONTROL = ("reversal/deploy-control", "deployment")
 CELLS = {
     "trl_cispo.json": [CONTROL, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness"),
-                       ("reversal/deploy-top-p0.95-k0-full", "inference engine"), ("reversal/deploy-all", "deployment")],
+                       ("reversal/deploy-top-p0.95-k0-truncated", "inference engine"), ("reversal/deploy-all", "deployment")],
     "trl_dr_grpo.yaml": [CONTROL],
     "trl_gspo.yaml": [CONTROL, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness")],
     "verl_dapo_async.yaml": [CONTROL, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness"),
@@ -76,7 +76,7 @@ def test_top_p_cell_reports_what_the_engine_reports():
     assert cell.run["staleness"] == {}  # a synchronous run: no lag
     _, deploy, _ = _battery("trl_cispo.json")
     cell = next(c for c in deploy.cells if "top-p" in c.name)
-    assert cell.run["frictions"][0][1]["report"] == "full"  # vLLM's raw log-probs
+    assert cell.run["frictions"][0][1]["report"] == "truncated"  # M1: TRL starts vLLM with processed log-probs
     assert next(c for c in deploy.cells if c.name == "reversal/deploy-all").run["staleness"] == {
         "kind": "per_actor", "n_actors": 2, "D": 2}
 

@@ -32,7 +32,8 @@ TABLES = {
         ('num_generations', 'deployment.group', 16),
         ('top_p', 'deployment.top_p', 0.95),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 4096),
         ('temperature', '—', 1.0),
@@ -52,7 +53,8 @@ TABLES = {
         ('num_generations', 'deployment.group', 8),
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('per_device_train_batch_size', '—', 16),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 1024),
         ('mask_truncated_completions', '—', True),
@@ -73,12 +75,13 @@ TABLES = {
         ('num_generations', 'deployment.group', 8),
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 2048),
     ],
-    "verl_dapo_async.yaml": [
-        ('actor_rollout_ref.actor.policy_loss.loss_mode', 'estimator', 'ppo'),
+    "verl_dapo_async.yaml": [  # the fully-async trainer's YAML sets bypass_mode: PPO-clip against μ
+        ('algorithm.rollout_correction.loss_type', 'estimator', 'ppo'),
         ('actor_rollout_ref.actor.clip_ratio_low', 'ppo.eps_low', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_high', 'ppo.eps_high', 0.28),
         ('actor_rollout_ref.actor.clip_ratio_c', 'ppo.dual_clip', 10.0),
@@ -309,7 +312,7 @@ def test_a_grpo_config_object_reads_without_trl():
                                                "aggregation": "token-mean", "rollout_is": "token_mask",
                                                "rollout_is_max": 3.0, "rollout_is_min": 0.5}
     assert mapping.deployment.reuse == 2 and mapping.deployment.group == 8  # 4 micro-steps per generation ÷ GA 2
-    assert set(mapping.infrastructure) == {"output_dir", "learning_rate", "per_device_train_batch_size", "bf16"}
+    assert set(mapping.infrastructure) == {"output_dir", "learning_rate", "bf16"}
 
 
 def test_a_name_that_is_a_builtin_method_gets_a_suffix():
