@@ -23,7 +23,10 @@ from sandbox.check.validate import Spec, blame, check_deployment, check_value, s
 from sandbox.scoring.recipes import Recipe, recipe_names
 
 _OWN = object()  # Settings.map's default value: the key's own
-PRECISIONS = {"bf16": "bfloat16", "fp16": "float16"}  # --precision → the sampler dtype of precision_mismatch
+#: --precision → the sampler dtype of precision_mismatch ('off': no mismatch cell)
+PRECISIONS = {"bf16": "bfloat16", "fp16": "float16", "off": None}
+#: estimators that correct the sampler/learner mismatch by themselves (besides any ``rollout_is`` field)
+CORRECTING = ("tis", "mis", "rollout_rs")
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,8 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
                label: str | None = None) -> Mapping:
     """Read ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) and map it:
     unknown keys and keys we do not model are one-line ``ValueError``s naming the key, unless in
-    ``ignore``; ``precision`` ('bf16' or 'fp16') adds the sampler/learner precision mismatch."""
+    ``ignore``; ``precision`` ('bf16' or 'fp16') adds the sampler/learner precision mismatch, which
+    a config that corrects for it (a rollout correction) gets at bf16 unless ``precision='off'``."""
     from sandbox.check import SCHEMAS
 
     if precision is not None and precision not in PRECISIONS:
@@ -177,9 +181,14 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
     settings = Settings(kept, schema, tuple(flat))
     _refuse_all(kept, schema)
     run, deployment = schema.derive(settings)
-    if precision is not None:
+    if precision is not None and PRECISIONS[precision] is not None:
         deployment = deployment.replace(precision=settings.map("--precision", "precision_mismatch.sampler_dtype",
                                                                PRECISIONS[precision]))
+    elif precision is None and (run["estimator_kwargs"].get("rollout_is") or run["estimator"] in CORRECTING):
+        deployment = deployment.replace(precision=settings.map(
+            "--precision", "precision_mismatch.sampler_dtype", "bfloat16",
+            note="default: the config corrects a sampler/learner mismatch, so the check adds one (a bf16 sampler, "
+                 "vLLM's usual dtype); --precision fp16 or off to change"))
     for key in kept:  # every key the config gives has its row
         if key in schema.inert:
             settings.inert(key, schema.inert[key])

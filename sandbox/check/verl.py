@@ -169,9 +169,13 @@ def _proximal(s: Settings, trainer: str, keys: str, delay: dict) -> str:
     The fully-async trainer recomputes it with the parameters of the sync window's start (M7:
     ``_compute_old_log_prob`` restores version 1; b178a3c's compute_prox_log_prob): here it is the
     current policy, so the clip binds less than in verl — stated, not modelled."""
-    legacy = trainer == "fully-async" and s[AS + "use_rollout_log_probs"] and not s[AS + "compute_prox_log_prob"] \
-        and not (s.given(C + "bypass_mode") and not s[C + "bypass_mode"])
-    behaviour = s[C + "bypass_mode"] or legacy or (trainer == "ppo" and s[A + "use_rollout_log_probs"])
+    explicit = s.given(C + "bypass_mode")
+    if trainer == "fully-async" and s[AS + "compute_prox_log_prob"] and not (explicit and s[C + "bypass_mode"]):
+        behaviour = False  # b178a3c's key: π_old recomputed at the window's start, over the YAML's bypass
+    else:
+        legacy = trainer == "fully-async" and s[AS + "use_rollout_log_probs"] and not (explicit and not
+                                                                                     s[C + "bypass_mode"])
+        behaviour = s[C + "bypass_mode"] or legacy or (trainer == "ppo" and s[A + "use_rollout_log_probs"])
     proximal = s.map(keys, "deployment.proximal", "behavior" if behaviour else "recompute")
     if trainer == "fully-async" and proximal == "recompute" and delay:
         s.warn(f"the fully-async trainer recomputes π_old with the parameters of the sync window's start, up to "

@@ -27,7 +27,7 @@ def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, 
                  "--against", "reinforce", "--workers", "1", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    assert printed.index("their key") < printed.index("deployment v1") < printed.index("jobs:")  # the table first
+    assert printed.index("their key") < printed.index("deployment v2") < printed.index("jobs:")  # the table first
     assert f"{2 * (cells + 2)} jobs: 0 reused, {2 * (cells + 2)} computed" in printed
     assert {p.name for p in out.iterdir()} == {"check.md", "check.png", "check.json", "tiny-check"}
     md = (out / "check.md").read_text()
