@@ -18,8 +18,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("name, estimator, cells", [
-    ("verl_rollout_rs.yaml", "rollout_rs", 4),  # control, reuse, top-p (processed log-probs), all
-    ("trl_cispo.json", "cispo", 4),  # control, reuse, top-p (raw log-probs), all
+    # control, reuse, top-p (processed log-probs), bf16 (both correct a mismatch: its cell by default), all
+    ("verl_rollout_rs.yaml", "rollout_rs", 5),
+    ("trl_cispo.json", "cispo", 5),
 ])
 def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, estimator, cells):
     out = tmp_path / "check"

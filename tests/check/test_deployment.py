@@ -33,7 +33,9 @@ GROUP = {"trl_cispo.json": 16, "trl_dr_grpo.yaml": 8, "trl_gspo.yaml": 8, "verl_
          "verl_grpo_token_tis.yaml": 5, "verl_gspo.yaml": 16, "verl_rollout_rs.yaml": 8}
 
 
-def _battery(name: str, battery: str = "quick", precision: str | None = None):
+def _battery(name: str, battery: str = "quick", precision: str | None = "off"):
+    """The fixture's deployment battery; without the mismatch cell a correcting config gets by default
+    (tests/check/test_mapping_errors.py), unless ``precision`` says otherwise."""
     return prepare(FIXTURES / name, battery, IGNORE.get(name, []), precision)
 
 

@@ -33,6 +33,7 @@ TABLES = {
         ('top_p', 'deployment.top_p', 0.95),
         ('top_k', 'deployment.top_k', 0),
         ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 4096),
@@ -54,6 +55,7 @@ TABLES = {
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
         ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('per_device_train_batch_size', '—', 16),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 1024),
@@ -76,6 +78,7 @@ TABLES = {
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
         ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 2048),
@@ -122,6 +125,7 @@ TABLES = {
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
         ('actor_rollout_ref.rollout.logprobs_mode', 'deployment.report', 'truncated'),
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('actor_rollout_ref.actor.kl_loss_coef', '—', 0.001),
         ('actor_rollout_ref.actor.kl_loss_type', '—', 'low_var_kl'),
         ('actor_rollout_ref.actor.entropy_coeff', '—', 0),
@@ -161,6 +165,7 @@ TABLES = {
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 0.9),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
         ('actor_rollout_ref.rollout.logprobs_mode', 'deployment.report', 'truncated'),
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('actor_rollout_ref.actor.use_kl_loss', '—', False),
         ('actor_rollout_ref.rollout.calculate_log_probs', '—', True),
         ('algorithm.rollout_correction.rollout_is', '—', None),
@@ -247,7 +252,7 @@ def test_precision_adds_the_mismatch_and_its_row():
     mapping = map_config(FIXTURES / "verl_gspo.yaml", precision="bf16")
     assert mapping.deployment.precision == "bfloat16"
     assert mapping.rows[-1].key == "--precision" or any(r.key == "--precision" for r in mapping.rows)
-    with pytest.raises(ValueError, match=r"precision must be one of \['bf16', 'fp16'\]"):
+    with pytest.raises(ValueError, match=r"precision must be one of \['bf16', 'fp16', 'off'\]"):
         map_config(FIXTURES / "verl_gspo.yaml", precision="int8")
 
 
