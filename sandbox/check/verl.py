@@ -49,6 +49,10 @@ INERT = {
     "reward_model.reward_kwargs.overlong_buffer_cfg.enable": "the sandbox's answers have a fixed length: no "
                                                              "overlong penalty applies",
     "reward_model.reward_kwargs.max_resp_len": "the sandbox's answers have a fixed length",
+    "reward.reward_kwargs.overlong_buffer_cfg.enable": "the sandbox's answers have a fixed length: no overlong "
+                                                       "penalty applies",
+    "reward.reward_kwargs.max_resp_len": "the sandbox's answers have a fixed length",
+    A + "policy_loss.dro_beta": "read only with loss_mode dro (refused)",
 }
 REFUSED = {
     A + "use_kl_loss": ((False,), "a KL loss to a reference model is not modelled (the sandbox has no reference "
@@ -60,6 +64,8 @@ REFUSED = {
     G + "use_pf_ppo": ((False,), "preference-feedback PPO is not modelled"),
     C + "rollout_is_batch_normalize": ((False,), "batch-normalised IS weights are not modelled"),
     R + "do_sample": ((True,), "greedy rollouts are not modelled"),
+    "distillation.enabled": ((False,), "distillation from a teacher model is not modelled"),
+    A + "qat.enable": ((False,), "quantisation-aware training of the learner is not modelled"),
 }
 INFRASTRUCTURE = (
     "data.*", "trainer.*", "critic.*", "reward_model.*", "custom_reward_function.*", "ray_kwargs.*", "hydra.*",
@@ -79,6 +85,12 @@ INFRASTRUCTURE = (
     R + "over_sample_rate", R + "multi_stage_wake_up", R + "engine_kwargs.*", R + "val_kwargs.*", R + "multi_turn.*",
     R + "agent.*", R + "trace.*", R + "layered_summon", R + "layer_name_map.*", R + "update_weights_bucket_megabytes",
     R + "skip_*", R + "checkpoint_engine.*", R + "_target_", R + "enable_sleep_mode", R + "quantization*",
+    # verl 0.9.1's full default config (verl/trainer/config/_generated_ppo_trainer.yaml)
+    "*._target_", "reward.*", "distillation.*", "skip.*", "sandbox_fusion.*", G + "filter_groups.*", G + "pf_ppo.*",
+    A + "calculate_sum_pi_squared", A + "qat.*", A + "entropy_from_logits_chunk_size", A + "pad_to_length",
+    R + "nnodes", R + "n_gpus_per_node", R + "full_determinism", R + "seed", R + "router_config_path",
+    R + "enable_rollout_routing_replay", R + "moe_load_balance_metrics_interval", R + "profiler.*",
+    R + "prometheus.*", R + "mtp", R + "qat", R + "disaggregation.*",
 )
 VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
 
