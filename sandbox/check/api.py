@@ -91,9 +91,8 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
     """What ``check`` would do, nothing run or written: the cost of each battery, from measured job
     costs (the store's results, the committed built-ins, else the same environment's committed cells)."""
     from sandbox.jobs import costs
-    from sandbox.scoring.runner import jobs
-
     from sandbox.jobs.store import DEFAULT_ROOT
+    from sandbox.scoring.runner import jobs
 
     mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]

@@ -14,7 +14,7 @@ import math
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
 from sandbox.check.validate import Spec
-from sandbox.check.verl_losses import AS, C, EPS, LOSSES, A, G, R, estimator  # noqa: F401
+from sandbox.check.verl_losses import AS, EPS, LOSSES, A, C, G, R, estimator  # noqa: F401
 
 #: adv_estimator → our advantage and its kwargs (grpo's norm_adv_by_std_in_grpo=False is Dr. GRPO's)
 ADVANTAGES = {"grpo": ("grpo", {}), "grpo_vectorized": ("grpo", {}), "rloo": ("rloo", {}),

@@ -38,7 +38,7 @@ def grpo_config(keys: dict) -> GRPOConfig:
     return _grpo_config(tuple(sorted(keys.items())))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _grpo_config(items: tuple) -> GRPOConfig:
     keys = dict(items)
     with warnings.catch_warnings():

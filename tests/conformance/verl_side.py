@@ -15,7 +15,10 @@ from omegaconf import OmegaConf
 from verl.protocol import DataProto
 from verl.trainer.config.algorithm import AlgoConfig, RolloutCorrectionConfig
 from verl.trainer.ppo import core_algos
-from verl.trainer.ppo.rollout_corr_helper import apply_bypass_mode, compute_rollout_correction_and_add_to_batch
+from verl.trainer.ppo.rollout_corr_helper import (
+    apply_bypass_mode,
+    compute_rollout_correction_and_add_to_batch,
+)
 from verl.workers.config.actor import ActorConfig, PolicyLossConfig
 
 from .harness import Batch
