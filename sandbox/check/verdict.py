@@ -42,8 +42,9 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
     best = _best(deploy)
     agg = deploy["aggregate"]
-    lines.append(f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}; the best "
-                 f"built-in, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
+    which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
+    lines.append(f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}; the {which}, "
+                 f"`{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
                  f"{_iv(deploy['probability_of_improvement'][new][best])}.")
     own = _cells(deploy, new)
     controls = {c: own.get(control_of(c), own.get(CONTROL)) for c in own}  # each cell's own environment's
@@ -84,6 +85,7 @@ def report_markdown(mapping: Mapping, lines: list[str], deploy: dict, standard: 
                     battery_dir: str) -> str:
     dep = mapping.deployment
     parts = [f"# Check: `{mapping.label}` ({mapping.source})", "", *[f"- {line}" for line in lines], "",
+             *[f"> Warning: {w}\n" for w in mapping.warnings],
              f"## Mapping ({mapping.source} keys and defaults read at {mapping.version})", "", mapping.markdown(), ""]
     if mapping.ignored:
         parts += [f"Ignored on request (`--ignore`): {', '.join(f'`{k}`' for k in mapping.ignored)}.", ""]

@@ -196,3 +196,10 @@ def test_a_correcting_config_gets_a_mismatch_cell_by_default():
     assert map_config(config, precision="off").deployment.precision is None
     assert map_config(config, precision="fp16").deployment.precision == "float16"
     assert map_config(GRPO).deployment.precision is None  # nothing to correct, no cell unless asked
+
+
+def test_an_aggregation_we_do_not_have_is_refused_under_its_key():
+    """verl's ``token-sum`` has no counterpart here: refused through the estimator's own validation,
+    naming verl's key."""
+    with pytest.raises(ValueError, match=rf"^{A}loss_agg_mode='token-sum' \(mapped to ppo.aggregation\): aggregation"):
+        map_config({**GRPO, A + "loss_agg_mode": "token-sum"})
