@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import textwrap
 from dataclasses import dataclass, replace
 
@@ -160,5 +159,5 @@ def run_block(code: str, namespace: dict) -> dict:
     return namespace
 
 
-__all__ = ["AGREED", "BATCHES", "TOL", "Batch", "assert_agree", "differ", "make_batch", "mapped", "math",
+__all__ = ["AGREED", "BATCHES", "TOL", "Batch", "assert_agree", "differ", "make_batch", "mapped",
            "our_advantages", "our_loss", "run_block", "source_block", "with_advantages"]
