@@ -15,6 +15,7 @@ deployment cell never run before costs what the same environment's committed cel
 
 from __future__ import annotations
 
+import functools
 import statistics
 import tempfile
 from collections.abc import Sequence
@@ -60,8 +61,11 @@ def export(battery: Battery, store: ResultsStore, path: str | Path | None = None
 def committed_costs(battery: Battery) -> dict[str, list[float]]:
     """Per environment, the CPU seconds of the committed built-in jobs on ``battery``."""
     path = data_path(battery)
-    if not path.is_file():
-        return {}
+    return _costs(str(path), path.stat().st_mtime) if path.is_file() else {}
+
+
+@functools.lru_cache(maxsize=4)
+def _costs(path: str, mtime: float) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:  # read through the store: the same metadata a check sees
         store = ResultsStore(tmp)
         figure_data.restore(path, store)
