@@ -47,20 +47,21 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
           ignore: Sequence[str] = (), precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST,
           seeds: int | None = None, backend: str = "local", workers: int | None = None,
           results: str | Path | None = None, progress: bool = True, ray_address: str | None = None,
-          label: str | None = None, deployment_against: str = "best") -> CheckReport:
+          label: str | None = None, deployment_against: str = "cached") -> CheckReport:
     """Map ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) onto our
     estimator, advantage and correction fields; build its deployment battery (its staleness,
     top-p/top-k with the engine's log-probs, group size, reuse, partial rollouts, and with
     ``precision='bf16'`` a precision mismatch) on the environments of ``battery`` (``quick``,
     ``standard``, or battery data); score it there and on ``battery`` against ``against`` (cached
-    built-ins are reused; on ``quick`` they are committed, ``sandbox.check.builtin_data``). The
-    deployment cells run the configuration against the best of ``against`` on ``battery``
-    (``deployment_against='all'``: against all of them). With ``out``, writes ``check.md|png|json``.
+    built-ins are reused; on ``quick`` they are committed, ``sandbox.check.builtin_data``). On the
+    deployment cells the configuration meets the built-ins whose results the store holds there
+    (``deployment_against='cached'``: none on a first check, which so computes only the
+    configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), or all (``'all'``). With ``out``, writes ``check.md|png|json``.
     A key we do not model is a one-line ``ValueError`` naming it, unless in ``ignore``."""
     start = time.perf_counter()
     check_run_args(backend, workers)
-    if deployment_against not in ("best", "all"):
-        raise ValueError(f"deployment_against must be 'best' or 'all', got {deployment_against!r}")
+    if deployment_against not in DEPLOYMENT_AGAINST:
+        raise ValueError(f"deployment_against must be one of {DEPLOYMENT_AGAINST}, got {deployment_against!r}")
     mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, label)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]
     store = default_store(results)
@@ -69,13 +70,29 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     standard_frame = score_recipe(mapping.recipe, chosen, baselines, store, keep=kept,
                                   fallback=builtin_data.fallback_costs(chosen, chosen, [mapping.recipe, *baselines]),
                                   **run)
-    rivals = baselines if deployment_against == "all" else [best_builtin(standard_frame, baselines)]
+    rivals = deployment_rivals(deployment_against, deploy, baselines, standard_frame, store)
     deploy_frame = score_recipe(mapping.recipe, deploy, rivals, store,
                                 fallback=builtin_data.fallback_costs(deploy, chosen, [mapping.recipe, *rivals]), **run)
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"])
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
+
+
+DEPLOYMENT_AGAINST = ("cached", "best", "all")
+
+
+def deployment_rivals(mode: str, deploy: Battery, baselines: Sequence[Recipe], standard: pd.DataFrame,
+                      store) -> list[Recipe]:
+    """The built-ins to score on the deployment cells: those already stored on every cell ('cached'),
+    the best on the chosen battery ('best'), or all ('all')."""
+    from sandbox.scoring.runner import jobs
+
+    if mode == "all":
+        return list(baselines)
+    if mode == "best":
+        return [best_builtin(standard, baselines)]
+    return [b for b in baselines if all(store.quick_state(j.id) == "ok" for j in jobs(deploy, b))]
 
 
 def best_builtin(frame: pd.DataFrame, baselines: Sequence[Recipe]) -> Recipe:
@@ -87,7 +104,7 @@ def best_builtin(frame: pd.DataFrame, baselines: Sequence[Recipe]) -> Recipe:
 def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequence[str] = (),
             precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST, seeds: int | None = None,
             workers: int | None = None, results: str | Path | None = None,
-            deployment_against: str = "best") -> list[str]:
+            deployment_against: str = "cached") -> list[str]:
     """What ``check`` would do, nothing run or written: the cost of each battery, from measured job
     costs (the store's results, the committed built-ins, else the same environment's committed cells)."""
     from sandbox.jobs import costs
@@ -100,14 +117,17 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
     store = default_store(results) if folder.is_dir() else None  # a store makes its folder: none is made
     committed = set(builtin_data.committed_ids(chosen))
     lines = []
-    rivals = baselines if deployment_against == "all" else None
+    rivals = {"all": baselines, "best": baselines[:1]}.get(deployment_against)
+    if rivals is None:  # 'cached': the built-ins already stored on every deployment cell
+        rivals = [] if store is None else [b for b in baselines
+                                           if all(store.quick_state(j.id) == "ok" for j in jobs(deploy, b))]
     for name, b, recipes in (("battery " + chosen.name, chosen, [mapping.recipe, *baselines]),
-                             ("deployment battery", deploy, [mapping.recipe, *(rivals or baselines[:1])])):
+                             ("deployment battery", deploy, [mapping.recipe, *rivals])):
         every = list({j.id: j for r in recipes for j in jobs(b, r)}.values())
         finished = {j.id for j in every if j.id in committed or (store is not None and store.quick_state(j.id) == "ok")}
         plan = costs.plan(every, finished, workers, store, builtin_data.fallback_costs(b, chosen, recipes))
         lines.append(plan.line(f"{name}: {len(recipes) - 1} built-in(s) + {mapping.label!r}"))
-    if rivals is None:
+    if deployment_against == "best":
         lines.append("the deployment cells run against the best built-in on battery "
                      f"{chosen.name!r} (known once it is scored; costed here as one built-in)")
     return lines

@@ -40,22 +40,27 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
     lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
              f"{'recomputed by the trainer' if dep.proximal == 'recompute' else 'the engine log-probs μ'}; "
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
-    best = _best(deploy)
     agg = deploy["aggregate"]
-    which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
-    lines.append(f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}; the {which}, "
-                 f"`{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
-                 f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+    head = f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}"
+    if len(deploy["methods"]) > 1:
+        best = _best(deploy)
+        which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
+        lines.append(f"{head}; the {which}, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
+                     f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+    else:
+        lines.append(f"{head}; no built-in ran on these cells (a first check computes only the configuration's "
+                     f"jobs; `--deployment-against best` adds the best built-in on `{standard['battery']}`).")
     own = _cells(deploy, new)
     controls = {c: own.get(control_of(c), own.get(CONTROL)) for c in own}  # each cell's own environment's
     frictions = {c: r for c, r in own.items() if r["friction"] != "deployment" and controls[c] is not None}
     if frictions:
         worst = max(frictions, key=lambda c: controls[c]["mean"] - frictions[c]["mean"])
         w, control = frictions[worst], controls[worst]
-        rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"])
+        rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"], default=None)
+        there = "" if rival is None else \
+            f"; the best built-in there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
         lines.append(f"**Hurts most**: `{worst}` — {w['mean']:.2f} [{w['low']:.2f}, {w['high']:.2f}] against "
-                     f"{control['mean']:.2f} on its control ({w['mean'] - control['mean']:+.2f}); the best built-in "
-                     f"there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}."
+                     f"{control['mean']:.2f} on its control ({w['mean'] - control['mean']:+.2f}){there}."
                      if w["mean"] < control["mean"] else
                      "**No friction lowers its mean score** below its environment's control.")
         lost = [c for c, r in own.items() if not c.endswith("/deploy-control") and controls[c] is not None

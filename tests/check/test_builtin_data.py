@@ -1,7 +1,7 @@
 """The committed built-ins (sandbox/check/builtin_data.py) on the tiny battery of conftest.py: exported
 from one results folder, a check in a fresh folder restores them and computes only the
-configuration's jobs and the best built-in on its deployment cells; --dry-run costs every job from
-measured costs (never "unknown") and writes nothing."""
+configuration's jobs (the built-ins on the deployment cells when asked, or once cached); --dry-run
+costs every job from measured costs (never "unknown") and writes nothing."""
 
 from __future__ import annotations
 
@@ -35,8 +35,17 @@ def test_a_first_check_computes_only_its_own_jobs(tiny, tmp_path, monkeypatch):
     report = check(CONFIG, results=fresh, workers=1, progress=False)
     standard, deploy = report.standard.attrs["jobs"], report.deployment.attrs["jobs"]
     assert (standard["reused"], standard["computed"]) == (14, 2)  # the built-ins restored, the config's 2 run
-    assert deploy["computed"] == 2 * len(set(report.deployment["cell"]))  # the config and the best built-in
-    assert set(report.deployment["method"]) == {report.mapping.label, _best(report)}
+    cells = len(set(report.deployment["cell"]))
+    assert (deploy["reused"], deploy["computed"]) == (0, cells)  # the config's jobs only
+    assert set(report.deployment["method"]) == {report.mapping.label}
+    assert "no built-in ran on these cells" in report.verdict[1]
+
+    best = check(CONFIG, results=fresh, workers=1, progress=False, deployment_against="best")
+    assert best.deployment.attrs["jobs"]["computed"] == cells  # the best built-in's, the config's reused
+    assert set(best.deployment["method"]) == {report.mapping.label, _best(report)}
+    again = check(CONFIG, results=fresh, workers=1, progress=False)  # 'cached' now finds it
+    assert set(again.deployment["method"]) == {report.mapping.label, _best(report)}
+    assert again.deployment.attrs["jobs"]["computed"] == 0
 
 
 def _best(report) -> str:

@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, estimator, cells):
     out = tmp_path / "check"
     code = main(["check", str(FIXTURES / name), "--out", str(out), "--results", str(tmp_path / "r"),
-                 "--against", "reinforce", "--workers", "1", "--quiet"])
+                 "--against", "reinforce", "--deployment-against", "all", "--workers", "1", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
     assert printed.index("their key") < printed.index("deployment v2") < printed.index("jobs:")  # the table first
@@ -44,7 +44,7 @@ def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, 
     assert (out / "check.png").stat().st_size > 10_000
     # again: every job reused
     main(["check", str(FIXTURES / name), "--out", str(out), "--results", str(tmp_path / "r"),
-          "--against", "reinforce", "--workers", "1", "--quiet"])
+          "--against", "reinforce", "--deployment-against", "all", "--workers", "1", "--quiet"])
     assert f"{2 * (cells + 2)} reused, 0 computed" in capsys.readouterr().out
 
 
