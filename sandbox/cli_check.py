@@ -20,7 +20,13 @@ def add_check_parser(sub) -> None:
     p.add_argument("--ignore", action="extend", nargs="+", default=[], metavar="KEY",
                    help="check the rest of the config without KEY (a key we do not model); repeatable")
     p.add_argument("--precision", choices=list(PRECISIONS), default=None,
-                   help="add the sampler/learner precision mismatch (the sampler's parameters in this dtype)")
+                   help="add the sampler/learner precision mismatch (the sampler's parameters in this dtype); "
+                        "default: bf16 for a config with a rollout correction, else none; off: none")
+    p.add_argument("--deployment-against", choices=["cached", "best", "all"], default="cached",
+                   help="the built-ins on the deployment cells: those already computed there (default; none on a "
+                        "first check), the best on --battery, or all of --against")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the mapping, the deployment battery and what it would cost; run nothing")
     p.add_argument("--against", default=",".join(DEFAULT_AGAINST), help="comma-separated methods (default: %(default)s)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the battery's)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
@@ -43,7 +49,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     check_run_options(args)
     check_run_args(args.backend, args.workers)
     results = writable_dir(args.results, "--results") if args.results is not None else None
-    out = writable_dir(args.out or f"checks/{Path(args.config).stem}-{args.battery}", "--out")  # before any compute
+    out = None if args.dry_run else writable_dir(args.out or f"checks/{Path(args.config).stem}-{args.battery}",
+                                                 "--out")  # before any compute
     parse_methods("--against", args.against)
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be an integer ≥ 1, got {args.seeds}")
@@ -51,9 +58,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     mapping, deploy, _ = prepare(args.config, args.battery, args.ignore, args.precision, args.seeds)
     print(mapping.text(), end="\n\n")
     print(deploy.describe(), end="\n\n")
+    if args.dry_run:
+        from sandbox.check.api import dry_run
+
+        print("\n".join(dry_run(args.config, args.battery, args.ignore, args.precision, args.against, args.seeds,
+                                 args.workers, args.results, args.deployment_against)))
+        print("dry run: nothing was run or written")
+        return 0
     report = check(args.config, battery=args.battery, out=out, ignore=args.ignore, precision=args.precision,
                    against=args.against, seeds=args.seeds, backend=args.backend, workers=args.workers,
-                   results=results, progress=not args.quiet, ray_address=args.ray_address)
+                   results=results, progress=not args.quiet, ray_address=args.ray_address,
+                   deployment_against=args.deployment_against)
     jobs = [report.deployment.attrs["jobs"], report.standard.attrs["jobs"]]
     print(f"{sum(j['total'] for j in jobs)} jobs: {sum(j['reused'] for j in jobs)} reused, "
           f"{sum(j['computed'] for j in jobs)} computed")

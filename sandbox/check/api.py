@@ -11,12 +11,13 @@ from typing import Any
 
 import pandas as pd
 
+from sandbox.check import builtin_data
 from sandbox.check.deployment import deployment_battery
 from sandbox.check.mapping import Mapping, map_config
 from sandbox.check.verdict import verdict, write_check
 from sandbox.scoring.api import check_run_args, parse_methods, score_recipe
 from sandbox.scoring.battery import Battery, as_battery
-from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe
+from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe
 from sandbox.scoring.runner import code_version, default_store
 
 
@@ -46,23 +47,87 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
           ignore: Sequence[str] = (), precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST,
           seeds: int | None = None, backend: str = "local", workers: int | None = None,
           results: str | Path | None = None, progress: bool = True, ray_address: str | None = None,
-          label: str | None = None) -> CheckReport:
+          label: str | None = None, deployment_against: str = "cached") -> CheckReport:
     """Map ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) onto our
     estimator, advantage and correction fields; build its deployment battery (its staleness,
     top-p/top-k with the engine's log-probs, group size, reuse, partial rollouts, and with
     ``precision='bf16'`` a precision mismatch) on the environments of ``battery`` (``quick``,
     ``standard``, or battery data); score it there and on ``battery`` against ``against`` (cached
-    built-ins are reused). With ``out``, writes ``check.md|png|json``. A key we do not model is a
-    one-line ``ValueError`` naming it, unless in ``ignore``."""
+    built-ins are reused; on ``quick`` they are committed, ``sandbox.check.builtin_data``). On the
+    deployment cells the configuration meets the built-ins whose results the store holds there
+    (``deployment_against='cached'``: none on a first check, which so computes only the
+    configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), or all (``'all'``). With ``out``, writes ``check.md|png|json``.
+    A key we do not model is a one-line ``ValueError`` naming it, unless in ``ignore``."""
     start = time.perf_counter()
     check_run_args(backend, workers, results=results, out=out, ray_address=ray_address)
+    if deployment_against not in DEPLOYMENT_AGAINST:
+        raise ValueError(f"deployment_against must be one of {DEPLOYMENT_AGAINST}, got {deployment_against!r}")
     mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, label)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]
     store = default_store(results)
     run = {"backend": backend, "workers": workers, "progress": progress, "ray_address": ray_address}
-    deploy_frame = score_recipe(mapping.recipe, deploy, baselines, store, **run)
-    standard_frame = score_recipe(mapping.recipe, chosen, baselines, store, **run)
+    kept = builtin_data.restore(chosen, baselines, store)  # the committed built-ins: none recomputed
+    standard_frame = score_recipe(mapping.recipe, chosen, baselines, store, keep=kept,
+                                  fallback=builtin_data.fallback_costs(chosen, chosen, [mapping.recipe, *baselines]),
+                                  **run)
+    rivals = deployment_rivals(deployment_against, deploy, baselines, standard_frame, store)
+    deploy_frame = score_recipe(mapping.recipe, deploy, rivals, store,
+                                fallback=builtin_data.fallback_costs(deploy, chosen, [mapping.recipe, *rivals]), **run)
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"])
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
+
+
+DEPLOYMENT_AGAINST = ("cached", "best", "all")
+
+
+def deployment_rivals(mode: str, deploy: Battery, baselines: Sequence[Recipe], standard: pd.DataFrame,
+                      store) -> list[Recipe]:
+    """The built-ins to score on the deployment cells: those already stored on every cell ('cached'),
+    the best on the chosen battery ('best'), or all ('all')."""
+    from sandbox.scoring.runner import jobs
+
+    if mode == "all":
+        return list(baselines)
+    if mode == "best":
+        return [best_builtin(standard, baselines)]
+    return [b for b in baselines if all(store.quick_state(j.id) == "ok" for j in jobs(deploy, b))]
+
+
+def best_builtin(frame: pd.DataFrame, baselines: Sequence[Recipe]) -> Recipe:
+    """The baseline with the highest IQM on a battery's scorecard."""
+    aggregate = frame.attrs["scorecard"]["aggregate"]
+    return max(baselines, key=lambda b: aggregate[b.name]["iqm"]["estimate"])
+
+
+def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequence[str] = (),
+            precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST, seeds: int | None = None,
+            workers: int | None = None, results: str | Path | None = None,
+            deployment_against: str = "cached") -> list[str]:
+    """What ``check`` would do, nothing run or written: the cost of each battery, from measured job
+    costs (the store's results, the committed built-ins, else the same environment's committed cells)."""
+    from sandbox.jobs import costs
+    from sandbox.jobs.store import DEFAULT_ROOT
+    from sandbox.scoring.runner import jobs
+
+    mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds)
+    baselines = [make_recipe(m) for m in parse_methods("against", against)]
+    folder = Path(results if results is not None else DEFAULT_ROOT) / "scores"
+    store = default_store(results) if folder.is_dir() else None  # a store makes its folder: none is made
+    committed = set(builtin_data.committed_ids(chosen))
+    lines = []
+    rivals = {"all": baselines, "best": baselines[:1]}.get(deployment_against)
+    if rivals is None:  # 'cached': the built-ins already stored on every deployment cell
+        rivals = [] if store is None else [b for b in baselines
+                                           if all(store.quick_state(j.id) == "ok" for j in jobs(deploy, b))]
+    for name, b, recipes in (("battery " + chosen.name, chosen, [mapping.recipe, *baselines]),
+                             ("deployment battery", deploy, [mapping.recipe, *rivals])):
+        every = list({j.id: j for r in recipes for j in jobs(b, r)}.values())
+        finished = {j.id for j in every if j.id in committed or (store is not None and store.quick_state(j.id) == "ok")}
+        plan = costs.plan(every, finished, workers, store, builtin_data.fallback_costs(b, chosen, recipes))
+        lines.append(plan.line(f"{name}: {len(recipes) - 1} built-in(s) + {mapping.label!r}"))
+    if deployment_against == "best":
+        lines.append("the deployment cells run against the best built-in on battery "
+                     f"{chosen.name!r} (known once it is scored; costed here as one built-in)")
+    return lines

@@ -3,8 +3,9 @@ built from them on the sequence and MNIST environments of a chosen battery (and 
 
 Cells (each only when the deployment has the friction; names carry the strength):
 
-- ``reversal/deploy-control`` — the run's group size and nothing else (panel "deployment"): the
-  score the frictions are measured against;
+- ``reversal/deploy-control`` (and ``mnist/deploy-control`` where MNIST has friction cells) — the
+  run's group size and nothing else (panel "deployment"): the score each environment's frictions
+  are measured against;
 - ``*/deploy-reuse-K`` — K optimiser updates per batch of rollouts (epochs × mini-batches): update i
   of every K sees rollouts i versions old, and π_old is the rollouts' own policy (what a trainer
   that recomputes π_old once per batch has), so the clip bounds the reuse (staleness);
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 from sandbox.scoring.battery import Battery, build
 
-TEMPLATE_VERSION = 1
+TEMPLATE_VERSION = 2  # 2: an MNIST control beside MNIST's friction cells
 #: per task: the (groups per step, samples per group) knobs the run's group size sets
 GROUP_KNOBS = {"reverse_copy": ("prompts_per_step", "samples_per_prompt"), "mnist": ("batch_size", "samples_per_context"),
                "hf_text": ("prompts_per_step", "samples_per_prompt")}
@@ -99,9 +100,11 @@ def _cells(dep: Deployment, envs: set[str]) -> list[dict]:
     delay, prox = dict(dep.delay), {"proximal": dep.proximal}
     truncation = ["truncated_sampling", {"top_p": dep.top_p, "top_k": dep.top_k, "report": dep.report}]
     reuse = {"kind": "per_actor", "n_actors": dep.reuse, "D": dep.reuse}
-    cells = [{"name": "reversal/deploy-control", "env": "reversal", "friction": "deployment", "run": prox}]
     on_mnist = ["reversal"] + (["mnist"] if "mnist" in envs else [])
     history = {"reversal": {}, "mnist": {"history": "rollouts"}}
+    mnist_cells = dep.reuse > 1 or dep.max_delay > 0 or dep.precision is not None
+    cells = [{"name": f"{e}/deploy-control", "env": e, "friction": "deployment", "run": dict(prox)}
+             for e in on_mnist if e == "reversal" or mnist_cells]
     if dep.reuse > 1:
         cells += [{"name": f"{e}/deploy-reuse-K{dep.reuse}", "env": e, "friction": "staleness",
                    "run": {"staleness": reuse, "proximal": "behavior", **history[e]}} for e in on_mnist]

@@ -19,10 +19,14 @@ from typing import Any
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.readers import read_config
+from sandbox.check.validate import Spec, blame, check_deployment, check_value, spec_of
 from sandbox.scoring.recipes import Recipe, recipe_names
 
 _OWN = object()  # Settings.map's default value: the key's own
-PRECISIONS = {"bf16": "bfloat16", "fp16": "float16"}  # --precision → the sampler dtype of precision_mismatch
+#: --precision → the sampler dtype of precision_mismatch ('off': no mismatch cell)
+PRECISIONS = {"bf16": "bfloat16", "fp16": "float16", "off": None}
+#: estimators that correct the sampler/learner mismatch by themselves (besides any ``rollout_is`` field)
+CORRECTING = ("tis", "mis", "rollout_rs")
 
 
 @dataclass(frozen=True)
@@ -45,18 +49,25 @@ class Schema:
     refused: dict[str, tuple[tuple, str]]  # key → (values under which it is harmless, what is not modelled)
     infrastructure: tuple[str, ...]  # fnmatch patterns: not loss or friction settings
     derive: Callable[[Settings], tuple[dict, Deployment]]
+    specs: dict[str, Spec] = field(default_factory=dict)  # types/ranges beyond the defaults' types
 
 
 class Settings:
     """The config's values over the schema's defaults; ``map``/``inert`` record the table's rows."""
 
-    def __init__(self, flat: dict[str, Any], schema: Schema):
-        self.flat, self.schema, self.rows = flat, schema, []
+    def __init__(self, flat: dict[str, Any], schema: Schema, every_key: Sequence[str] = ()):
+        self.flat, self.schema, self.rows, self.warnings = flat, schema, [], []
+        self.every_key = tuple(every_key) or tuple(flat)  # the file's keys, infrastructure and ignored included
+        self.overrides: dict[str, Any] = {}  # a trainer's own defaults over the schema's (derive sets them)
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.schema.defaults:
             raise KeyError(f"{self.schema.source} schema reads {key!r} without a default")  # a bug in the schema
-        return self.flat.get(key, self.schema.defaults[key])
+        if key not in self.flat:
+            return self.overrides.get(key, self.schema.defaults[key])
+        value = self.flat[key]
+        check_value(key, value, spec_of(self.schema.defaults[key], self.schema.specs.get(key)))
+        return value
 
     def given(self, key: str) -> bool:
         return key in self.flat
@@ -66,9 +77,15 @@ class Settings:
         own; a row may name several keys (``'a × b'``): the note says 'default' when the config
         sets none of them."""
         value = self[key] if value is _OWN else value
-        default = "" if key.startswith("--") or any(self.given(k) for k in keys_of(key)) else "default"
+        keys = keys_of(key)
+        default = "" if key.startswith("--") or any(self.given(k) for k in keys) else \
+            "this trainer's default" if any(k in self.overrides for k in keys) else "default"
         self.rows.append(Row(key, target, value, "; ".join(n for n in (default, note) if n)))
         return value
+
+    def warn(self, message: str) -> None:
+        """A line the report prints above the table: the mapping is right but the run is unusual."""
+        self.warnings.append(message)
 
     def covered(self, key: str) -> bool:
         return any(key in keys_of(r.key) for r in self.rows)
@@ -78,8 +95,12 @@ class Settings:
             self.rows.append(Row(key, "—", self.flat.get(key, self.schema.defaults.get(key)), why))
 
     def refuse(self, key: str, why: str) -> None:
-        raise ValueError(f"{key}={self.flat.get(key, self.schema.defaults.get(key))!r}: {why}; "
-                         f"pass --ignore {key} to check the rest without it")
+        """One line naming the key; ``--ignore`` is suggested only for a key the file sets (ignoring
+        a default changes nothing)."""
+        value = self.flat.get(key, self.schema.defaults.get(key))
+        hint = f"; pass --ignore {key} to check the rest without it" if self.given(key) else \
+            f" (the {self.schema.source} default; set {key} in the config)"
+        raise ValueError(f"{key}={value!r}: {why}{hint}")
 
 
 @dataclass(frozen=True)
@@ -95,6 +116,7 @@ class Mapping:
     rows: tuple[Row, ...]
     ignored: tuple[str, ...] = ()
     infrastructure: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
     def table(self) -> list[tuple[str, str, str, str]]:
         return [(r.key, r.field, _show(r.value), r.note) for r in self.rows]
@@ -105,6 +127,7 @@ class Mapping:
         rows = [head] + self.table()
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = [f"{self.source} config {self.label!r} (keys and defaults read at {self.version}):"]
+        lines += [f"  warning: {w}" for w in self.warnings]
         lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + ("  " + r[3] if r[3] else "")
                   for r in rows]
         if self.ignored:
@@ -123,7 +146,7 @@ class Mapping:
         return {"source": self.source, "label": self.label, "version": self.version,
                 "recipe": self.recipe.to_dict(), "deployment": asdict(self.deployment),
                 "rows": [asdict(r) for r in self.rows], "ignored": list(self.ignored),
-                "infrastructure": list(self.infrastructure)}
+                "infrastructure": list(self.infrastructure), "warnings": list(self.warnings)}
 
 
 def keys_of(name: str) -> list[str]:
@@ -139,7 +162,8 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
                label: str | None = None) -> Mapping:
     """Read ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) and map it:
     unknown keys and keys we do not model are one-line ``ValueError``s naming the key, unless in
-    ``ignore``; ``precision`` ('bf16' or 'fp16') adds the sampler/learner precision mismatch."""
+    ``ignore``; ``precision`` ('bf16' or 'fp16') adds the sampler/learner precision mismatch, which
+    a config that corrects for it (a rollout correction) gets at bf16 unless ``precision='off'``."""
     from sandbox.check import SCHEMAS
 
     if precision is not None and precision not in PRECISIONS:
@@ -154,19 +178,17 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
     ignored = tuple(k for k in flat if k in ignore)
     infra = tuple(k for k in flat if k not in ignore and _is_infrastructure(k, schema))
     kept = {k: v for k, v in flat.items() if k not in ignored and k not in infra}
-    settings = Settings(kept, schema)
-    for key, value in kept.items():
-        if key in schema.refused:
-            harmless, why = schema.refused[key]
-            if value not in harmless:
-                settings.refuse(key, why)
-        elif key not in schema.defaults and key not in schema.inert:
-            raise ValueError(f"{key}: not a {source} setting the check knows (read at {schema.version}); "
-                             f"pass --ignore {key} to skip it")
+    settings = Settings(kept, schema, tuple(flat))
+    _refuse_all(kept, schema)
     run, deployment = schema.derive(settings)
-    if precision is not None:
+    if precision is not None and PRECISIONS[precision] is not None:
         deployment = deployment.replace(precision=settings.map("--precision", "precision_mismatch.sampler_dtype",
                                                                PRECISIONS[precision]))
+    elif precision is None and (run["estimator_kwargs"].get("rollout_is") or run["estimator"] in CORRECTING):
+        deployment = deployment.replace(precision=settings.map(
+            "--precision", "precision_mismatch.sampler_dtype", "bfloat16",
+            note="default: the config corrects a sampler/learner mismatch, so the check adds one (a bf16 sampler, "
+                 "vLLM's usual dtype); --precision fp16 or off to change"))
     for key in kept:  # every key the config gives has its row
         if key in schema.inert:
             settings.inert(key, schema.inert[key])
@@ -178,8 +200,36 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
     if name in recipe_names():  # a method's name in the tables is the config's alone
         name = f"{name} (config)"
     recipe = Recipe(name=name, **run)
-    recipe.check()
-    return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra)
+    try:  # the same validation a RunConfig runs, restated under their key
+        recipe.check()
+        check_deployment(deployment)
+    except ValueError as err:
+        raise ValueError(blame(err, settings.rows)) from None
+    return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra,
+                   tuple(settings.warnings))
+
+
+def _refuse_all(kept: dict[str, Any], schema: Schema) -> None:
+    """Every key the check does not know, and every unmodelled key at a value that matters, in one
+    line (not one per run)."""
+    unknown = [k for k in kept if k not in schema.refused and k not in schema.defaults and k not in schema.inert]
+    refused = [k for k in kept if k in schema.refused and not _harmless(kept[k], schema.refused[k][0])]
+    parts = []
+    if unknown:
+        many = len(unknown) > 1
+        parts.append(f"{', '.join(unknown)}: not {f'{len(unknown)} ' if many else 'a '}{schema.source} "
+                     f"setting{'s' if many else ''} the check knows (read at {schema.version})")
+    parts += [f"{k}={kept[k]!r}: {schema.refused[k][1]}" for k in refused]
+    if parts:
+        keys = unknown + refused
+        raise ValueError("; ".join(parts) + f"; pass --ignore {' '.join(keys)} to check the rest without "
+                         f"{'it' if len(keys) == 1 else 'them'}")
+
+
+def _harmless(value: Any, harmless: tuple) -> bool:
+    return any(value is h or (type(value) is type(h) and value == h) or
+               (isinstance(value, (int, float)) and not isinstance(value, bool) and
+                isinstance(h, (int, float)) and not isinstance(h, bool) and value == h) for h in harmless)
 
 
 def _is_infrastructure(key: str, schema: Schema) -> bool:

@@ -1,16 +1,22 @@
 """TRL: the ``GRPOConfig`` keys ``sandbox check`` reads, their defaults and how they map.
 
-Read at huggingface/trl commit f2cd577 (24 Jul 2026): ``trl/trainer/grpo_config.py`` (fields and
-defaults) and ``trl/trainer/grpo_trainer.py`` (``_compute_loss``: the loss types and their
-normalisers, the vLLM importance-sampling correction, the advantages' ``1e-4``). TRL's trainer
-always recomputes π_old (``old_per_token_logps``) and reads the engine's μ only through the vLLM
-correction; vLLM reports raw log-probs (its default ``logprobs_mode``; TRL does not set it).
+Read at huggingface/trl commit f2cd577 (24 Jul 2026) and checked against TRL 1.16.0 (every
+``GRPOConfig`` field, with transformers' ``TrainingArguments``, is read, inert, refused or
+infrastructure; tests/conformance runs ``GRPOTrainer._compute_loss`` beside ours):
+``trl/trainer/grpo_config.py`` (fields, defaults, ``steps_per_generation`` from
+``generation_batch_size``) and ``trl/trainer/grpo_trainer.py`` (``_compute_loss``: the loss types
+and their normalisers, the vLLM importance-sampling correction, the advantages' ``1e-4``). TRL's
+trainer always recomputes π_old (``old_per_token_logps``) and reads the engine's μ only through the
+vLLM correction; it starts vLLM with ``logprobs_mode="processed_logprobs"`` (colocate,
+``trl/generation/vllm_generation.py``; a server in another mode is refused by the trainer), so under
+top-p/top-k the engine's log-probs are the truncated distribution's.
 """
 
 from __future__ import annotations
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
+from sandbox.check.validate import Spec
 
 #: loss_type → (aggregation, at token level: estimator, at sequence level: estimator)
 LOSSES = {"grpo": ("seq-mean-token-mean", "ppo", "gspo"), "bnpo": ("token-mean", "ppo", "gspo"),
@@ -34,7 +40,7 @@ SCALE = {"group": "grpo", True: "grpo", "none": "dr_grpo", False: "dr_grpo"}  # 
 DEFAULTS = {
     "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": None, "delta": None, "importance_sampling_level": "token",
     "scale_rewards": "group", "num_generations": 8, "num_iterations": 1, "steps_per_generation": None,
-    "gradient_accumulation_steps": 1, "use_vllm": False, "vllm_importance_sampling_correction": True,
+    "gradient_accumulation_steps": 1, "generation_batch_size": None, "per_device_train_batch_size": 8, "use_vllm": False, "vllm_importance_sampling_correction": True,
     "vllm_importance_sampling_mode": "sequence_mask", "vllm_importance_sampling_clip_max": 3.0,
     "vllm_importance_sampling_clip_min": None, "vllm_importance_sampling_cap": None, "top_p": 1.0, "top_k": 0,
     "off_policy_mask_threshold": None, "sapo_temperature_pos": 1.0, "sapo_temperature_neg": 1.05,
@@ -50,6 +56,10 @@ INERT = {
     "ref_model_sync_steps": "read only with beta > 0", "entropy_coef_min": "read only with an entropy bonus",
     "entropy_coef_max": "read only with an entropy bonus", "entropy_coef_delta": "read only with an entropy bonus",
     "entropy_target": "read only with an entropy bonus", "vllm_mode": "where vLLM runs changes no number here",
+    "per_device_train_batch_size": "read only with generation_batch_size (steps_per_generation = generation_batch_size "
+                                   "÷ per_device_train_batch_size, one process)",
+    "cast_lm_head_to_fp32": "the learner's precision: the sandbox's learner is fp32 (a sampler mismatch is "
+                            "--precision)",
 }
 REFUSED = {
     "beta": ((0, 0.0), "a KL penalty to a reference model is not modelled (the sandbox has no reference model; "
@@ -61,6 +71,8 @@ REFUSED = {
     "repetition_penalty": ((1, 1.0), "a repetition penalty is not modelled"),
     "generation_kwargs": ((None, {}), "extra sampling arguments are not modelled"),
     "reward_weights": ((None,), "several weighted reward functions are not modelled"),
+    "use_liger_kernel": ((False,), "Liger's fused GRPO loss was not run beside ours (tests/conformance runs "
+                                   "_compute_loss)"),
 }
 INFRASTRUCTURE = (
     "output_dir", "overwrite_output_dir", "run_name", "logging_*", "log_*", "save_*", "eval_*", "evaluation_strategy",
@@ -68,13 +80,21 @@ INFRASTRUCTURE = (
     "per_device_*", "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_*", "warmup_*", "weight_decay",
     "adam_*", "optim", "optim_args", "max_grad_norm", "dataloader_*", "remove_unused_columns", "model_init_kwargs",
     "trust_remote_code", "disable_dropout", "shuffle_dataset", "pad_to_multiple_of", "ds3_gather_for_generation",
-    "generation_batch_size", "num_generations_eval", "cache_implementation", "chat_template_kwargs",
+    "num_generations_eval", "cache_implementation", "chat_template_kwargs",
     "vllm_model_impl", "vllm_enable_sleep_mode", "vllm_server_*", "vllm_group_port", "vllm_gpu_memory_utilization",
     "vllm_max_model_length", "vllm_tensor_parallel_size", "vllm_structured_outputs_regex", "use_transformers_*",
     "transformers_continuous_batching_config", "num_completions_to_print", "router_aux_loss_coef",
     "max_prompt_length", "max_tool_calling_iterations", "model_name_or_path", "dataset_*", "torch_dtype", "dtype",
     "use_peft", "lora_*", "attn_implementation", "deepspeed", "fsdp*", "ddp_*", "local_rank", "accelerator_config",
     "parallelism_config", "do_train", "do_eval", "do_predict", "resume_from_checkpoint", "torch_compile*",
+    # the rest of transformers' TrainingArguments (5.x): evaluation, checkpoints, logging, memory, devices
+    "optim_target_modules", "average_tokens_across_devices", "label_smoothing_factor", "bf16_full_eval",
+    "fp16_full_eval", "activation_checkpointing*", "liger_kernel_config", "use_cache", "neftune_noise_alpha",
+    "torch_empty_cache_steps", "auto_find_batch_size", "include_num_input_tokens_seen", "disable_tqdm", "project",
+    "trackio_*", "prediction_loss_only", "include_for_metrics", "batch_eval_metrics", "enable_jit_checkpoint",
+    "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
+    "restore_callback_states_from_checkpoint", "full_determinism", "use_cpu", "label_names",
+    "train_sampling_strategy", "length_column_name", "debug", "skip_memory_metrics",
 )
 VERSION = "huggingface/trl f2cd577 (2026-07-24)"
 
@@ -108,6 +128,9 @@ def _estimator(s: Settings) -> tuple[str, dict]:
             kwargs[ours] = s.map(theirs, f"{name}.{ours}", s[theirs] + shift if shift else s[theirs], note=note)
     if s["delta"] is not None and name != "ppo":
         s.refuse("delta", f"two-sided clipping with {name} is not modelled")
+    if s["delta"] is not None and not s["delta"] > 1 + kwargs["eps_high"]:
+        s.refuse("delta", f"TRL's two-sided clip min(r, delta) is a dual clip only above 1 + epsilon_high = "
+                          f"{1 + kwargs['eps_high']:g} (TRL recommends delta > 1 + epsilon)")
     kwargs["aggregation"] = s.map("loss_type", f"{name}.aggregation", aggregation)
     if s["off_policy_mask_threshold"] is not None:
         if name != "ppo":
@@ -126,6 +149,11 @@ def _correction(s: Settings, name: str, kwargs: dict) -> None:
     if name == "vespo":
         s.refuse("vllm_importance_sampling_correction", "vespo folds the vLLM ratio into its sequence weight, "
                                                         "which is not modelled")
+    if name == "gspo" and str(s["vllm_importance_sampling_mode"]).startswith("token"):
+        s.refuse("vllm_importance_sampling_mode", "token weights with a sequence-level ratio: TRL multiplies its one "
+                                                  "ratio per answer by each token's weight, so every token's gradient "
+                                                  "gets the answer's mean weight; ours (and verl) weight each token's "
+                                                  "own — use a sequence_* mode")
     cap = s["vllm_importance_sampling_cap"]
     kwargs["rollout_is"] = s.map("use_vllm × vllm_importance_sampling_correction × vllm_importance_sampling_mode",
                                  f"{name}.rollout_is", s["vllm_importance_sampling_mode"])
@@ -134,6 +162,29 @@ def _correction(s: Settings, name: str, kwargs: dict) -> None:
     kwargs["rollout_is_max"] = s.map(key, f"{name}.rollout_is_max", float("inf") if top is None else top)
     if s["vllm_importance_sampling_clip_min"] is not None:
         kwargs["rollout_is_min"] = s.map("vllm_importance_sampling_clip_min", f"{name}.rollout_is_min")
+
+
+def _reuse(s: Settings) -> int:
+    """Optimiser updates per generation batch: num_iterations × steps_per_generation ÷
+    gradient_accumulation_steps, steps_per_generation derived as GRPOConfig does from
+    generation_batch_size ÷ (per_device_train_batch_size × processes) — one process assumed (a
+    GRPOConfig object carries both, consistent)."""
+    ga, spg, gbs, per_device = (s[k] for k in ("gradient_accumulation_steps", "steps_per_generation",
+                                                "generation_batch_size", "per_device_train_batch_size"))
+    keys = "num_iterations × steps_per_generation ÷ gradient_accumulation_steps"
+    note = ""
+    if gbs is not None:
+        if gbs % per_device:
+            s.refuse("generation_batch_size", f"must be divisible by per_device_train_batch_size ({per_device}) × "
+                                              "processes (TRL's own check; one process assumed)")
+        if spg is not None and spg != gbs // per_device:
+            s.refuse("steps_per_generation", "and generation_batch_size cannot both be configured (TRL)")
+        spg = gbs // per_device
+        keys = "num_iterations × generation_batch_size ÷ per_device_train_batch_size ÷ gradient_accumulation_steps"
+        note = "one process assumed: steps_per_generation = generation_batch_size ÷ per_device_train_batch_size"
+        if s.given("steps_per_generation"):
+            s.inert("steps_per_generation", "consistent with generation_batch_size")
+    return s.map(keys, "deployment.reuse", s["num_iterations"] * max(1, (spg or ga) // ga), note=note)
 
 
 def derive(s: Settings) -> tuple[dict, Deployment]:
@@ -145,19 +196,34 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
     advantage = s.map("scale_rewards", "advantage", SCALE[scale])
     adv_kwargs = {"eps": s.map("scale_rewards", "advantage_kwargs.eps", 1e-4, note="TRL's")} \
         if advantage == "grpo" else {}
-    generation = s["steps_per_generation"] or s["gradient_accumulation_steps"]
-    reuse = s.map("num_iterations × steps_per_generation ÷ gradient_accumulation_steps", "deployment.reuse",
-                  int(s["num_iterations"]) * max(1, int(generation) // int(s["gradient_accumulation_steps"])))
+    reuse = _reuse(s)
     s.map("(GRPOTrainer old_per_token_logps)", "deployment.proximal", "recompute",
           note="TRL recomputes π_old in the trainer")
-    deployment = Deployment(group=int(s.map("num_generations", "deployment.group")),
-                            top_p=float(s.map("top_p", "deployment.top_p")), top_k=int(s.map("top_k", "deployment.top_k")),
-                            report=s.map("use_vllm", "deployment.report", "full",
-                                         note="vLLM's default raw log-probs" if s["use_vllm"] else
-                                         "the trainer's own full-softmax log-probs"),
+    vllm = s["use_vllm"]
+    deployment = Deployment(group=s.map("num_generations", "deployment.group"),
+                            top_p=float(s.map("top_p", "deployment.top_p")), top_k=s.map("top_k", "deployment.top_k"),
+                            report=s.map("use_vllm", "deployment.report", "truncated" if vllm else "full",
+                                         note="TRL starts vLLM with logprobs_mode='processed_logprobs': the "
+                                              "truncated distribution's" if vllm else
+                                              "the trainer's own full-softmax log-probs"),
                             reuse=reuse, proximal="recompute")
     return {"estimator": name, "estimator_kwargs": kwargs, "advantage": advantage, "advantage_kwargs": adv_kwargs}, \
         deployment
 
 
-SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive)
+#: ranges and types beyond the defaults' types (GRPOConfig's own checks, or what the mapping needs)
+SPECS = {
+    "num_generations": Spec("int", low=2), "num_iterations": Spec("int", low=1),
+    "steps_per_generation": Spec("int", low=1, none=True), "gradient_accumulation_steps": Spec("int", low=1),
+    "generation_batch_size": Spec("int", low=1, none=True), "per_device_train_batch_size": Spec("int", low=1),
+    "top_p": Spec("number", low=0.0, high=1.0, low_open=True), "top_k": Spec("int", low=0),
+    "epsilon": Spec("number", low=0.0), "epsilon_high": Spec("number", low=0.0, none=True, finite=False),
+    "delta": Spec("number", low=1.0, low_open=True, none=True), "loss_type": Spec("str"),
+    "vllm_importance_sampling_clip_max": Spec("number", low=0.0, low_open=True, none=True, finite=False),
+    "vllm_importance_sampling_clip_min": Spec("number", low=0.0, none=True),
+    "vllm_importance_sampling_cap": Spec("number", low=0.0, low_open=True, none=True, finite=False),
+    "off_policy_mask_threshold": Spec("number", low=0.0, none=True, finite=False),
+    "scale_rewards": Spec("any"), "sapo_temperature_pos": Spec("number", low=0.0, low_open=True),
+    "sapo_temperature_neg": Spec("number", low=0.0, low_open=True),
+}
+SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)

@@ -14,6 +14,11 @@ from sandbox.scoring.report import figure, markdown, write
 CONTROL = "reversal/deploy-control"
 
 
+def control_of(cell: str) -> str:
+    """The control of a cell's own environment: ``mnist/deploy-async-D17`` → ``mnist/deploy-control``."""
+    return f"{cell.split('/')[0]}/deploy-control"
+
+
 def _cells(summary: dict, method: str) -> dict[str, dict]:
     return {r["cell"]: r for r in summary["cells"] if r["method"] == method}
 
@@ -35,25 +40,34 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
     lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
              f"{'recomputed by the trainer' if dep.proximal == 'recompute' else 'the engine log-probs μ'}; "
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
-    best = _best(deploy)
     agg = deploy["aggregate"]
-    lines.append(f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}; the best "
-                 f"built-in, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
-                 f"{_iv(deploy['probability_of_improvement'][new][best])}.")
-    own, control = _cells(deploy, new), _cells(deploy, new).get(CONTROL)
-    frictions = {c: r for c, r in own.items() if r["friction"] != "deployment"}
-    if control is not None and frictions:
-        worst = max(frictions, key=lambda c: control["mean"] - frictions[c]["mean"])
-        w = frictions[worst]
-        rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"])
+    head = f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}"
+    if len(deploy["methods"]) > 1:
+        best = _best(deploy)
+        which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
+        lines.append(f"{head}; the {which}, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
+                     f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+    else:
+        lines.append(f"{head}; no built-in ran on these cells (a first check computes only the configuration's "
+                     f"jobs; `--deployment-against best` adds the best built-in on `{standard['battery']}`).")
+    own = _cells(deploy, new)
+    controls = {c: own.get(control_of(c), own.get(CONTROL)) for c in own}  # each cell's own environment's
+    frictions = {c: r for c, r in own.items() if r["friction"] != "deployment" and controls[c] is not None}
+    if frictions:
+        worst = max(frictions, key=lambda c: controls[c]["mean"] - frictions[c]["mean"])
+        w, control = frictions[worst], controls[worst]
+        rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"], default=None)
+        there = "" if rival is None else \
+            f"; the best built-in there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
         lines.append(f"**Hurts most**: `{worst}` — {w['mean']:.2f} [{w['low']:.2f}, {w['high']:.2f}] against "
-                     f"{control['mean']:.2f} on the control ({w['mean'] - control['mean']:+.2f}); the best built-in "
-                     f"there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}."
+                     f"{control['mean']:.2f} on its control ({w['mean'] - control['mean']:+.2f}){there}."
                      if w["mean"] < control["mean"] else
-                     f"**No friction lowers its mean score** below the control's {control['mean']:.2f}.")
-        lost = [c for c, r in own.items() if c != CONTROL and r["high"] < control["mean"]]
-        lines.append(f"**Loses signal** (95% interval below the control's mean) on: {', '.join(f'`{c}`' for c in lost)}."
-                     if lost else "**Keeps its signal**: every cell's 95% interval reaches the control's mean.")
+                     "**No friction lowers its mean score** below its environment's control.")
+        lost = [c for c, r in own.items() if not c.endswith("/deploy-control") and controls[c] is not None
+                and r["high"] < controls[c]["mean"]]
+        lines.append(f"**Loses signal** (95% interval below its environment's control mean) on: "
+                     f"{', '.join(f'`{c}`' for c in lost)}." if lost else
+                     "**Keeps its signal**: every cell's 95% interval reaches its environment's control mean.")
     diverged = {c: r["diverged"] for s in (deploy, standard) for c, r in _cells(s, new).items() if r["diverged"]}
     runs = agg[new]["runs"] + standard["aggregate"][new]["runs"]
     lines.append(f"**Diverges** on: {', '.join(f'`{c}` ({n})' for c, n in diverged.items())}." if diverged
@@ -76,6 +90,7 @@ def report_markdown(mapping: Mapping, lines: list[str], deploy: dict, standard: 
                     battery_dir: str) -> str:
     dep = mapping.deployment
     parts = [f"# Check: `{mapping.label}` ({mapping.source})", "", *[f"- {line}" for line in lines], "",
+             *[f"> Warning: {w}\n" for w in mapping.warnings],
              f"## Mapping ({mapping.source} keys and defaults read at {mapping.version})", "", mapping.markdown(), ""]
     if mapping.ignored:
         parts += [f"Ignored on request (`--ignore`): {', '.join(f'`{k}`' for k in mapping.ignored)}.", ""]

@@ -13,22 +13,9 @@ import math
 
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
+from sandbox.check.validate import Spec
+from sandbox.check.verl_losses import AS, EPS, LOSSES, A, C, G, R, estimator  # noqa: F401
 
-A, R, G, C, AS = ("actor_rollout_ref.actor.", "actor_rollout_ref.rollout.", "algorithm.",
-                  "algorithm.rollout_correction.", "async_training.")
-EPS = {"eps_low": A + "clip_ratio_low", "eps_high": A + "clip_ratio_high"}
-#: loss_mode → our estimator, its fields from their keys, and fields verl fixes for that loss
-LOSSES = {
-    "vanilla": ("ppo", {**EPS, "dual_clip": A + "clip_ratio_c"}, {}),
-    "gspo": ("gspo", EPS, {"aggregation": "seq-mean-token-mean"}),  # verl's gspo ignores loss_agg_mode
-    "geo_mean": ("gmpo", EPS, {}),
-    "cispo": ("cispo", EPS, {}),
-    "sapo": ("sapo", {"tau_pos": A + "tau_pos", "tau_neg": A + "tau_neg"}, {}),
-    "clip_cov": ("clip_cov", {**EPS, "ratio": A + "policy_loss.clip_cov_ratio", "cov_lb": A + "policy_loss.clip_cov_lb",
-                              "cov_ub": A + "policy_loss.clip_cov_ub"}, {}),
-    "kl_cov": ("kl_cov", {"ratio": A + "policy_loss.kl_cov_ratio", "coef": A + "policy_loss.ppo_kl_coef"}, {}),
-    "gpg": ("reinforce", {}, {}),
-}
 #: adv_estimator → our advantage and its kwargs (grpo's norm_adv_by_std_in_grpo=False is Dr. GRPO's)
 ADVANTAGES = {"grpo": ("grpo", {}), "grpo_vectorized": ("grpo", {}), "rloo": ("rloo", {}),
               "rloo_vectorized": ("rloo", {}), "reinforce_plus_plus": ("reinforce_pp", {}),
@@ -41,19 +28,20 @@ DEFAULTS = {
     A + "tau_neg": 1.05, A + "policy_loss.clip_cov_ratio": 0.0002, A + "policy_loss.clip_cov_lb": 1.0,
     A + "policy_loss.clip_cov_ub": 5.0, A + "policy_loss.kl_cov_ratio": 0.0002, A + "policy_loss.ppo_kl_coef": 0.1,
     A + "ppo_epochs": 1, A + "ppo_mini_batch_size": 256, "data.train_batch_size": 1024,
-    A + "use_rollout_log_probs": False,
+    A + "use_rollout_log_probs": False, A + "loss_scale_factor": None,
     G + "adv_estimator": "gae", G + "norm_adv_by_std_in_grpo": True,
     C + "rollout_is": None, C + "rollout_is_threshold": 2.0, C + "rollout_rs": None, C + "rollout_rs_threshold": None,
     C + "bypass_mode": False, C + "loss_type": "ppo_clip",
-    R + "n": 1, R + "top_p": 1.0, R + "top_k": -1, R + "logprobs_mode": "processed_logprobs",
+    R + "n": 1, R + "calculate_log_probs": True, R + "top_p": 1.0, R + "top_k": -1, R + "logprobs_mode": "processed_logprobs",
     AS + "staleness_threshold": 0.1, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 1,
     AS + "partial_rollout": True, AS + "use_rollout_log_probs": True, AS + "compute_prox_log_prob": False,
 }
 INERT = {
     R + "temperature": "the trainer scores at the same temperature, so it changes no ratio (the sandbox's policy is "
                        "its own temperature-1 policy)",
-    R + "calculate_log_probs": "the engine's log-probs are read wherever the mapped loss needs μ",
     R + "dtype": "the sampler/learner precision mismatch is a cell only with --precision bf16",
+    R + "calculate_log_probs": "read with the rollout correction: verl applies rollout_is (decoupled) only when it "
+                               "is on, and bypass mode stops without it",
     A + "kl_loss_coef": "read only with use_kl_loss", A + "kl_loss_type": "read only with use_kl_loss",
     G + "kl_penalty": "read only with use_kl_in_reward", G + "kl_ctrl.type": "read only with use_kl_in_reward",
     G + "kl_ctrl.kl_coef": "read only with use_kl_in_reward", G + "kl_ctrl.horizon": "read only with use_kl_in_reward",
@@ -61,6 +49,10 @@ INERT = {
     "reward_model.reward_kwargs.overlong_buffer_cfg.enable": "the sandbox's answers have a fixed length: no "
                                                              "overlong penalty applies",
     "reward_model.reward_kwargs.max_resp_len": "the sandbox's answers have a fixed length",
+    "reward.reward_kwargs.overlong_buffer_cfg.enable": "the sandbox's answers have a fixed length: no overlong "
+                                                       "penalty applies",
+    "reward.reward_kwargs.max_resp_len": "the sandbox's answers have a fixed length",
+    A + "policy_loss.dro_beta": "read only with loss_mode dro (refused)",
 }
 REFUSED = {
     A + "use_kl_loss": ((False,), "a KL loss to a reference model is not modelled (the sandbox has no reference "
@@ -72,6 +64,8 @@ REFUSED = {
     G + "use_pf_ppo": ((False,), "preference-feedback PPO is not modelled"),
     C + "rollout_is_batch_normalize": ((False,), "batch-normalised IS weights are not modelled"),
     R + "do_sample": ((True,), "greedy rollouts are not modelled"),
+    "distillation.enabled": ((False,), "distillation from a teacher model is not modelled"),
+    A + "qat.enable": ((False,), "quantisation-aware training of the learner is not modelled"),
 }
 INFRASTRUCTURE = (
     "data.*", "trainer.*", "critic.*", "reward_model.*", "custom_reward_function.*", "ray_kwargs.*", "hydra.*",
@@ -81,7 +75,7 @@ INFRASTRUCTURE = (
     A + "strategy", A + "ppo_micro_batch_size*", A + "use_dynamic_bsz", A + "ppo_max_token_len_per_gpu", A + "optim.*",
     A + "fsdp_config.*", A + "megatron.*", A + "checkpoint.*", A + "profiler.*", A + "use_torch_compile",
     A + "ulysses_sequence_parallel_size", A + "grad_clip", A + "shuffle", A + "data_loader_seed", A + "use_fused_kernels",
-    A + "freeze_vision_tower", A + "router_replay.*", A + "use_remove_padding", A + "loss_scale_factor",
+    A + "freeze_vision_tower", A + "router_replay.*", A + "use_remove_padding",
     A + "calculate_entropy", A + "use_prefix_grouper", A + "rollout_n", A + "_target_", A + "policy_loss._target_",
     A + "entropy_from_logits_with_chunking", A + "entropy_checkpointing",
     R + "name", R + "mode", R + "prompt_length", R + "response_length", R + "gpu_memory_utilization", R + "ignore_eos",
@@ -91,88 +85,14 @@ INFRASTRUCTURE = (
     R + "over_sample_rate", R + "multi_stage_wake_up", R + "engine_kwargs.*", R + "val_kwargs.*", R + "multi_turn.*",
     R + "agent.*", R + "trace.*", R + "layered_summon", R + "layer_name_map.*", R + "update_weights_bucket_megabytes",
     R + "skip_*", R + "checkpoint_engine.*", R + "_target_", R + "enable_sleep_mode", R + "quantization*",
+    # verl 0.9.1's full default config (verl/trainer/config/_generated_ppo_trainer.yaml)
+    "*._target_", "reward.*", "distillation.*", "skip.*", "sandbox_fusion.*", G + "filter_groups.*", G + "pf_ppo.*",
+    A + "calculate_sum_pi_squared", A + "qat.*", A + "entropy_from_logits_chunk_size", A + "pad_to_length",
+    R + "nnodes", R + "n_gpus_per_node", R + "full_determinism", R + "seed", R + "router_config_path",
+    R + "enable_rollout_routing_replay", R + "moe_load_balance_metrics_interval", R + "profiler.*",
+    R + "prometheus.*", R + "mtp", R + "qat", R + "disaggregation.*",
 )
 VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
-
-
-def _loss(s: Settings, mode: str, bypass: bool = False) -> tuple[str, dict]:
-    """The estimator of ``loss_mode`` with its fields; clip_ratio applies where low/high are null
-    (in bypass mode verl's loss is vanilla PPO whatever loss_mode says)."""
-    if mode not in LOSSES:
-        s.refuse(A + "policy_loss.loss_mode", f"not a loss the check models (known: {', '.join(LOSSES)})")
-    name, fields, fixed = LOSSES[mode]
-    if not bypass:
-        s.map(A + "policy_loss.loss_mode", "estimator", name)
-    kwargs = {}
-    for ours, theirs in fields.items():
-        if s[theirs] is None and theirs in EPS.values():  # verl: a null clip_ratio_low/high is clip_ratio
-            kwargs[ours] = s.map(A + "clip_ratio", f"{name}.{ours}", note=f"{theirs.split('.')[-1]} is null")
-        else:
-            kwargs[ours] = s.map(theirs, f"{name}.{ours}")
-    if s.given(A + "clip_ratio") and not s.covered(A + "clip_ratio"):
-        s.inert(A + "clip_ratio", "clip_ratio_low/high (default 0.2) take precedence")
-    for ours, value in fixed.items():
-        kwargs[ours] = s.map(A + "loss_agg_mode", f"{name}.{ours}", value, note=f"verl's {mode} loss fixes it")
-    return name, kwargs
-
-
-def _rejection(s: Settings, loss_type: str) -> tuple[str, dict]:
-    """verl's rollout_rs (one option) and its threshold as the ``rollout_rs`` estimator's fields."""
-    option = str(s[C + "rollout_rs"])
-    level, _, statistic = option.rpartition("_")
-    if "," in option or statistic not in ("k1", "k2", "k3") or level not in ("token", "seq_sum", "seq_mean", "seq_max"):
-        s.refuse(C + "rollout_rs", "one option of token_k*, seq_sum_k*, seq_mean_k*, seq_max_k* is modelled")
-    threshold = s[C + "rollout_rs_threshold"]
-    lower, upper = (None, threshold) if not isinstance(threshold, str) else \
-        tuple(float(x) for x in threshold.split("_")) if "_" in threshold else (None, float(threshold))
-    s.map(C + "rollout_rs", "estimator", "rollout_rs", note="bypass: rejection sampling, then the loss_type's loss")
-    kwargs = {"loss": s.map(C + "loss_type", "rollout_rs.loss", loss_type),
-              "statistic": s.map(C + "rollout_rs", "rollout_rs.statistic", statistic),
-              "level": s.map(C + "rollout_rs", "rollout_rs.level", level),
-              "upper": s.map(C + "rollout_rs_threshold", "rollout_rs.upper", upper)}
-    if lower is not None:
-        kwargs["lower"] = s.map(C + "rollout_rs_threshold", "rollout_rs.lower", lower)
-    if loss_type == "ppo_clip":
-        low, high = (s[k] if s[k] is not None else s[A + "clip_ratio"] for k in EPS.values())
-        if low != high:
-            s.refuse(A + "clip_ratio_high", "an asymmetric clip with rollout_rs is not modelled (one ε)")
-        kwargs["eps"] = s.map(A + "clip_ratio_low", "rollout_rs.eps", low)
-        s.map(A + "clip_ratio_c", "—", note="not applied: rollout_rs's PPO clip has no dual clip")
-    return "rollout_rs", kwargs
-
-
-def _estimator(s: Settings) -> tuple[str, dict]:
-    """The loss with the rollout correction: bypass mode (π_old = μ) or decoupled (three policies)."""
-    is_level = s[C + "rollout_is"]
-    if is_level not in (None, "token", "sequence"):
-        s.refuse(C + "rollout_is", "IS at 'token' or 'sequence' level is modelled")
-    if not s[C + "bypass_mode"]:
-        if s[C + "rollout_rs"] is not None:
-            s.refuse(C + "rollout_rs", "rejection sampling is modelled in bypass mode only (the rollout_rs estimator)")
-        name, kwargs = _loss(s, s[A + "policy_loss.loss_mode"])
-        if is_level is not None:
-            kwargs["rollout_is"] = s.map(C + "rollout_is", f"{name}.rollout_is", f"{is_level}_truncate")
-            kwargs["rollout_is_max"] = s.map(C + "rollout_is_threshold", f"{name}.rollout_is_max")
-        return name, kwargs
-    loss_type = s[C + "loss_type"]
-    if loss_type not in ("ppo_clip", "reinforce"):
-        s.refuse(C + "loss_type", "bypass mode's loss_type is 'ppo_clip' or 'reinforce'")
-    if s[A + "policy_loss.loss_mode"] != "vanilla":
-        s.inert(A + "policy_loss.loss_mode", "bypass mode replaces the loss (verl sets loss_mode='bypass_mode')")
-    if s[C + "rollout_rs"] is not None:
-        if loss_type == "reinforce" and is_level is not None:
-            s.refuse(C + "rollout_is", "IS weights with rejection sampling in REINFORCE bypass are not modelled")
-        return _rejection(s, loss_type)
-    if loss_type == "ppo_clip":
-        if is_level is not None:
-            s.inert(C + "rollout_is", "not applied with loss_type ppo_clip: the clipped ratio π_θ/μ is the correction")
-        s.map(C + "loss_type", "estimator", "ppo", note="bypass: PPO-clip with π_old = μ")
-        return _loss(s, "vanilla", bypass=True)
-    if is_level is None:
-        return s.map(C + "loss_type", "estimator", "reinforce", note="bypass"), {}
-    s.map(C + "loss_type", "estimator", "tis", note="bypass: REINFORCE with IS weights")
-    return "tis", {"level": s.map(C + "rollout_is", "tis.level", is_level),
-                   "C": s.map(C + "rollout_is_threshold", "tis.C")}
 
 
 def _delay(sync: int, threshold: float, reuse: int) -> dict:
@@ -185,49 +105,138 @@ def _delay(sync: int, threshold: float, reuse: int) -> dict:
     return {"kind": "per_actor", "n_actors": updates, "D": updates} if updates > 1 else {}
 
 
-def derive(s: Settings) -> tuple[dict, Deployment]:
-    name, kwargs = _estimator(s)
-    if "aggregation" not in kwargs:
-        kwargs["aggregation"] = s.map(A + "loss_agg_mode", f"{name}.aggregation")
+def _advantage(s: Settings) -> tuple[str, dict]:
+    """The advantage of ``adv_estimator``: grpo's std switch (read by ``grpo`` only: verl's
+    ``compute_advantage`` does not pass it to ``grpo_vectorized``), and a group of one
+    (``rollout.n`` = 1), where verl's group baselines are 0 (GRPO's std 1): A = R, our ``constant``."""
     adv = s[G + "adv_estimator"]
     if adv not in ADVANTAGES:
         s.refuse(G + "adv_estimator", f"not an advantage the check models (known: {', '.join(ADVANTAGES)}; "
                                       "GAE needs a critic, which is not modelled)")
-    advantage, adv_kwargs = ADVANTAGES[adv]
-    if advantage == "grpo" and not s[G + "norm_adv_by_std_in_grpo"]:
-        advantage = "dr_grpo"
-    s.map(G + "adv_estimator" + (" × norm_adv_by_std_in_grpo" if advantage != "grpo" or
-                                 s.given(G + "norm_adv_by_std_in_grpo") else ""), "advantage", advantage)
-    for key, value in adv_kwargs.items():
-        s.map(G + "adv_estimator", f"advantage_kwargs.{key}", value)
-    run = {"estimator": name, "estimator_kwargs": kwargs, "advantage": advantage, "advantage_kwargs": adv_kwargs}
-    asynchronous = any(key.startswith(AS) for key in s.flat)
-    if asynchronous:  # each local step fetches require_batches mini-batches
+    advantage, kwargs = ADVANTAGES[adv]
+    key = G + "adv_estimator"
+    if adv == "grpo" and not s[G + "norm_adv_by_std_in_grpo"]:
+        advantage, key = "dr_grpo", key + " × norm_adv_by_std_in_grpo"
+    elif adv == "grpo" and s.given(G + "norm_adv_by_std_in_grpo"):
+        key += " × norm_adv_by_std_in_grpo"
+    elif adv == "grpo_vectorized" and s.given(G + "norm_adv_by_std_in_grpo"):
+        s.inert(G + "norm_adv_by_std_in_grpo", "verl's compute_advantage does not pass it to grpo_vectorized, "
+                                               "which always divides by the std")
+    if int(s[R + "n"]) == 1 and adv == "rloo_vectorized":
+        s.refuse(R + "n", "with rloo_vectorized a group of one gets A = 0 (verl's rloo gives A = R): the run learns "
+                          "nothing; set rollout.n > 1")
+    if int(s[R + "n"]) == 1 and (advantage != "reinforce_pp" or kwargs):
+        why = (f"rollout.n = 1: every group of one; verl's {adv} baseline is then 0" +
+               (" and its std 1 (A = R/(1 + 1e-6))" if advantage == "grpo" else "") + ", so A = R")
+        s.warn(f"{why}: no baseline, as a plain REINFORCE run (set actor_rollout_ref.rollout.n > 1 for a group "
+               "baseline)")
+        if advantage == "reinforce_pp":  # the group mean is 0: whitening over the batch alone
+            return s.map(key + " × " + R + "n", "advantage", advantage, note=why), {}
+        return s.map(key + " × " + R + "n", "advantage", "constant", note=why + " (a group of one)"), {}
+    s.map(key, "advantage", advantage)
+    for name, value in kwargs.items():
+        s.map(G + "adv_estimator", f"advantage_kwargs.{name}", value)
+    return advantage, kwargs
+
+
+def _trainer(s: Settings) -> str:
+    """Which verl trainer the keys belong to: 'fully-async' (an ``async_training`` section),
+    'one-step-off' (a top-level ``rollout`` section without one: only the disaggregated trainers
+    have it) or 'ppo'. The disaggregated trainers' YAMLs default ``bypass_mode`` and
+    ``calculate_log_probs`` to True (verl/experimental/*/config/*_trainer.yaml)."""
+    if any(key.startswith(AS) for key in s.every_key):
+        kind = "fully-async"
+    elif any(key.startswith("rollout.") for key in s.every_key):
+        kind = "one-step-off"
+    else:
+        return "ppo"
+    s.overrides.update({C + "bypass_mode": True, R + "calculate_log_probs": True})
+    return kind
+
+
+def _schedule(s: Settings, trainer: str) -> tuple[int, dict, str]:
+    """(reuse, delay, π_old keys) of the trainer. fully-async: ``trigger_parameter_sync_step`` local
+    steps of ``ppo_epochs × require_batches`` updates per sync; one-step-off: batch t+1 is generated
+    while batch t trains, one step of K updates stale (a fixed delay K: update i of the step sees
+    K + i, the 0..K−1 extra is not modelled); ppo: K = ppo_epochs × train_batch_size ÷ mini-batch."""
+    if trainer == "fully-async":
         reuse = s.map(A + "ppo_epochs × " + AS + "require_batches", "deployment.reuse",
-                      int(s[A + "ppo_epochs"]) * int(s[AS + "require_batches"]))
+                      s[A + "ppo_epochs"] * s[AS + "require_batches"])
         delay = s.map(AS + "trigger_parameter_sync_step × " + AS + "staleness_threshold", "deployment.delay",
                       _delay(s[AS + "trigger_parameter_sync_step"], s[AS + "staleness_threshold"], reuse))
-        behaviour = s[AS + "use_rollout_log_probs"] and not s[AS + "compute_prox_log_prob"]
-        proximal_keys = f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob"
+        return reuse, delay, f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob"
+    batches = max(1, s["data.train_batch_size"] // s[A + "ppo_mini_batch_size"])
+    reuse = s.map(A + "ppo_epochs × data.train_batch_size ÷ " + A + "ppo_mini_batch_size", "deployment.reuse",
+                  s[A + "ppo_epochs"] * batches)
+    if trainer == "ppo":
+        return reuse, {}, f"{C}bypass_mode"
+    delay = s.map("rollout.* (one-step-off-policy trainer)", "deployment.delay", {"kind": "fixed", "D": reuse},
+                  note="a top-level rollout section without async_training: verl's one-step-off-policy trainer "
+                       "(verl/experimental/one_step_off_policy) trains on rollouts one step old")
+    return reuse, delay, f"{C}bypass_mode"
+
+
+def _proximal(s: Settings, trainer: str, keys: str, delay: dict) -> str:
+    """π_old: μ (bypass, or the fully-async trainer's use_rollout_log_probs at b178a3c) or recomputed.
+    The fully-async trainer recomputes it with the parameters of the sync window's start (M7:
+    ``_compute_old_log_prob`` restores version 1; b178a3c's compute_prox_log_prob): here it is the
+    current policy, so the clip binds less than in verl — stated, not modelled."""
+    explicit = s.given(C + "bypass_mode")
+    if trainer == "fully-async" and s[AS + "compute_prox_log_prob"] and not (explicit and s[C + "bypass_mode"]):
+        behaviour = False  # b178a3c's key: π_old recomputed at the window's start, over the YAML's bypass
     else:
-        batches = max(1, int(s["data.train_batch_size"]) // int(s[A + "ppo_mini_batch_size"]))
-        reuse = s.map(A + "ppo_epochs × data.train_batch_size ÷ " + A + "ppo_mini_batch_size", "deployment.reuse",
-                      int(s[A + "ppo_epochs"]) * batches)
-        delay, behaviour, proximal_keys = {}, s[A + "use_rollout_log_probs"], f"{C}bypass_mode"
+        legacy = trainer == "fully-async" and s[AS + "use_rollout_log_probs"] and not (explicit and not
+                                                                                     s[C + "bypass_mode"])
+        behaviour = s[C + "bypass_mode"] or legacy or (trainer == "ppo" and s[A + "use_rollout_log_probs"])
+    proximal = s.map(keys, "deployment.proximal", "behavior" if behaviour else "recompute")
+    if trainer == "fully-async" and proximal == "recompute" and delay:
+        s.warn(f"the fully-async trainer recomputes π_old with the parameters of the sync window's start, up to "
+               f"{delay.get('D', 0)} updates old; the sandbox recomputes it at the current policy, so its clip "
+               "binds less than verl's (an approximation, docs/check.md)")
+    return proximal
+
+
+def derive(s: Settings) -> tuple[dict, Deployment]:
+    trainer = _trainer(s)
+    name, kwargs = estimator(s)
+    if "aggregation" not in kwargs:
+        kwargs["aggregation"] = s.map(A + "loss_agg_mode", f"{name}.aggregation")
+    if s[A + "loss_scale_factor"] is not None:
+        if kwargs["aggregation"] == "seq-mean-token-sum-norm":
+            s.refuse(A + "loss_scale_factor", "a fixed divisor for seq-mean-token-sum-norm is not modelled (ours "
+                                              "divides by the padded length, verl's default)")
+        s.inert(A + "loss_scale_factor", "read only with loss_agg_mode seq-mean-token-sum-norm")
+    advantage, adv_kwargs = _advantage(s)
+    run = {"estimator": name, "estimator_kwargs": kwargs, "advantage": advantage, "advantage_kwargs": adv_kwargs}
+    reuse, delay, proximal_keys = _schedule(s, trainer)
     partial = 2 if delay.get("kind") == "uniform" and s[AS + "partial_rollout"] else 1
-    if asynchronous:
+    if trainer == "fully-async":
         s.map(AS + "partial_rollout", "deployment.partial", partial, note="2 chunks when samples outlive a sync")
-    proximal = s.map(proximal_keys, "deployment.proximal",
-                     "behavior" if s[C + "bypass_mode"] or behaviour else "recompute")
+    proximal = _proximal(s, trainer, proximal_keys, delay)
     mode = s[R + "logprobs_mode"]
     if mode not in LOGPROBS_MODES:
         s.refuse(R + "logprobs_mode", f"the check models {list(LOGPROBS_MODES)}")
-    deployment = Deployment(group=int(s.map(R + "n", "deployment.group")),
+    deployment = Deployment(group=s.map(R + "n", "deployment.group"),
                             top_p=float(s.map(R + "top_p", "deployment.top_p")),
-                            top_k=s.map(R + "top_k", "deployment.top_k", max(0, int(s[R + "top_k"]))),
+                            top_k=s.map(R + "top_k", "deployment.top_k", max(0, s[R + "top_k"])),
                             report=s.map(R + "logprobs_mode", "deployment.report", LOGPROBS_MODES[mode]),
                             reuse=reuse, delay=delay, partial=partial, proximal=proximal)
     return run, deployment
 
 
-SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive)
+#: ranges and types beyond the defaults' types (verl's own checks, or what the mapping needs)
+SPECS = {
+    R + "n": Spec("int", low=1), R + "top_p": Spec("number", low=0.0, high=1.0, low_open=True),
+    R + "top_k": Spec("int", low=-1), A + "ppo_epochs": Spec("int", low=1), A + "ppo_mini_batch_size": Spec("int", low=1),
+    "data.train_batch_size": Spec("int", low=1), A + "clip_ratio": Spec("number", low=0.0, none=True),
+    A + "clip_ratio_low": Spec("number", low=0.0, none=True, finite=False),
+    A + "clip_ratio_high": Spec("number", low=0.0, none=True, finite=False),
+    A + "clip_ratio_c": Spec("number", low=1.0, low_open=True, finite=False), A + "tau_pos": Spec("number", low=0.0,
+                                                                                                  low_open=True),
+    A + "tau_neg": Spec("number", low=0.0, low_open=True), A + "loss_scale_factor": Spec("int", low=1, none=True),
+    AS + "staleness_threshold": Spec("number", low=0.0), AS + "trigger_parameter_sync_step": Spec("int", low=1),
+    AS + "require_batches": Spec("int", low=1), C + "rollout_is": Spec("str", none=True),
+    C + "rollout_rs": Spec("str", none=True), C + "rollout_is_threshold": Spec("any"),
+    C + "rollout_rs_threshold": Spec("any"),  # numbers or 'lower_upper' strings: verl_losses parses them
+}
+SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)

@@ -87,12 +87,14 @@ def check_run_args(backend: str, workers: int | None, *, results: str | Path | N
 
 def score_recipe(recipe: Recipe, battery: Battery, baselines: Sequence[Recipe], store: ResultsStore,
                  plugins: tuple[str, ...] = (), backend: str = "local", workers: int | None = None,
-                 progress: bool = True, ray_address: str | None = None) -> pd.DataFrame:
+                 progress: bool = True, ray_address: str | None = None, fallback: dict[str, float] | None = None,
+                 keep: Sequence[str] = ()) -> pd.DataFrame:
     """Run (or reuse) ``recipe`` and ``baselines`` on every cell of ``battery``; the tidy frame with
     the scorecard summary (``attrs["scorecard"]``, ``recipe`` first) and the job counts
     (``attrs["jobs"]``). The one path of ``score`` and ``sandbox check``."""
     frame, report = run_battery(battery, [(recipe, plugins)] + [(b, ()) for b in baselines], store,
-                                backend=backend, workers=workers, progress=progress, ray_address=ray_address)
+                                backend=backend, workers=workers, progress=progress, ray_address=ray_address,
+                                fallback=fallback, keep=keep)
     methods = [recipe.name] + [b.name for b in baselines]
     frame.attrs["scorecard"] = summarise(frame, battery, recipe.name, methods)
     frame.attrs["jobs"] = {"total": report.total, "reused": report.skipped, "computed": report.computed}

@@ -15,6 +15,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
@@ -147,18 +148,24 @@ def default_store(results: str | Path | None = None) -> ResultsStore:
 
 def run_battery(battery: Battery, recipes: list[tuple[Recipe, tuple[str, ...]]], store: ResultsStore,
                 backend: str = "local", workers: int | None = None, progress: bool = True,
-                ray_address: str | None = None) -> tuple[pd.DataFrame, SweepReport]:
+                ray_address: str | None = None, fallback: dict[str, float] | None = None,
+                keep: Collection[str] = ()) -> tuple[pd.DataFrame, SweepReport]:
     """Run (or reuse) every (recipe, cell) job and return the tidy frame (one row per method ×
     cell × seed) with the sweep report. Failed jobs raise one ``ValueError`` after all the others
     finished and were stored. Before it starts, a line says what it will cost; beyond
-    ``FIRST_LOOK_SECONDS`` a second line offers a smaller comparison that fits (``first_look``)."""
+    ``FIRST_LOOK_SECONDS`` a second line offers a smaller comparison that fits (``first_look``).
+    ``fallback`` (job id → seconds) costs jobs of a kind never measured (``costs.plan``); ``keep``
+    names restored committed results kept whatever code made them (``run_sweep``'s accept_stale_code)."""
     all_jobs = on_device([j for recipe, plugins in recipes for j in jobs(battery, recipe, plugins)], device_from_env())
 
     def announce(plan: costs.Plan, finished: set[str]) -> str:
+        if fallback:
+            plan = costs.plan(all_jobs, finished, workers, store, fallback)
         return first_look(plan, finished, battery, recipes, store, workers)
 
     report = run_sweep(all_jobs, store, backend=backend, workers=workers, progress=progress,
-                       ray_address=ray_address, desc=f"score {battery.name}", announce=announce)
+                       ray_address=ray_address, desc=f"score {battery.name}", announce=announce,
+                       accept_stale_code=set(keep) or None)
     if report.failed:
         labels = {j.id: j.label for j in all_jobs}
         job_id, error = next(iter(report.failed.items()))

@@ -18,16 +18,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("name, estimator, cells", [
-    ("verl_rollout_rs.yaml", "rollout_rs", 4),  # control, reuse, top-p (processed log-probs), all
-    ("trl_cispo.json", "cispo", 4),  # control, reuse, top-p (raw log-probs), all
+    # control, reuse, top-p (processed log-probs), bf16 (both correct a mismatch: its cell by default), all
+    ("verl_rollout_rs.yaml", "rollout_rs", 5),
+    ("trl_cispo.json", "cispo", 5),
 ])
 def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, estimator, cells):
     out = tmp_path / "check"
     code = main(["check", str(FIXTURES / name), "--out", str(out), "--results", str(tmp_path / "r"),
-                 "--against", "reinforce", "--workers", "1", "--quiet"])
+                 "--against", "reinforce", "--deployment-against", "all", "--workers", "1", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    assert printed.index("their key") < printed.index("deployment v1") < printed.index("jobs:")  # the table first
+    assert printed.index("their key") < printed.index("deployment v2") < printed.index("jobs:")  # the table first
     assert f"{2 * (cells + 2)} jobs: 0 reused, {2 * (cells + 2)} computed" in printed
     assert {p.name for p in out.iterdir()} == {"check.md", "check.png", "check.json", "tiny-check"}
     md = (out / "check.md").read_text()
@@ -43,7 +44,7 @@ def test_a_config_file_to_check_md_in_one_command(tiny, tmp_path, capsys, name, 
     assert (out / "check.png").stat().st_size > 10_000
     # again: every job reused
     main(["check", str(FIXTURES / name), "--out", str(out), "--results", str(tmp_path / "r"),
-          "--against", "reinforce", "--workers", "1", "--quiet"])
+          "--against", "reinforce", "--deployment-against", "all", "--workers", "1", "--quiet"])
     assert f"{2 * (cells + 2)} reused, 0 computed" in capsys.readouterr().out
 
 

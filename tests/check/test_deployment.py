@@ -14,17 +14,18 @@ from sandbox.scoring.battery import load_battery, recorded_hash
 FIXTURES = Path(__file__).parent / "fixtures"
 IGNORE = {"verl_grpo_token_tis.yaml": ["actor_rollout_ref.actor.use_kl_loss"]}
 CONTROL = ("reversal/deploy-control", "deployment")
+MNIST = ("mnist/deploy-control", "deployment")  # each environment's cells against its own control
 CELLS = {
-    "trl_cispo.json": [CONTROL, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness"),
-                       ("reversal/deploy-top-p0.95-k0-full", "inference engine"), ("reversal/deploy-all", "deployment")],
+    "trl_cispo.json": [CONTROL, MNIST, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness"),
+                       ("reversal/deploy-top-p0.95-k0-truncated", "inference engine"), ("reversal/deploy-all", "deployment")],
     "trl_dr_grpo.yaml": [CONTROL],
-    "trl_gspo.yaml": [CONTROL, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness")],
-    "verl_dapo_async.yaml": [CONTROL, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness"),
+    "trl_gspo.yaml": [CONTROL, MNIST, ("reversal/deploy-reuse-K2", "staleness"), ("mnist/deploy-reuse-K2", "staleness")],
+    "verl_dapo_async.yaml": [CONTROL, MNIST, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness"),
                              ("reversal/deploy-async-D17", "staleness"), ("mnist/deploy-async-D17", "staleness"),
                              ("reversal/deploy-partial-2", "inference engine"), ("reversal/deploy-all", "deployment")],
-    "verl_grpo_token_tis.yaml": [CONTROL, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness")],
-    "verl_gspo.yaml": [CONTROL, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness")],
-    "verl_rollout_rs.yaml": [CONTROL, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness"),
+    "verl_grpo_token_tis.yaml": [CONTROL, MNIST, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness")],
+    "verl_gspo.yaml": [CONTROL, MNIST, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness")],
+    "verl_rollout_rs.yaml": [CONTROL, MNIST, ("reversal/deploy-reuse-K4", "staleness"), ("mnist/deploy-reuse-K4", "staleness"),
                              ("reversal/deploy-top-p0.9-k0-truncated", "inference engine"),
                              ("reversal/deploy-all", "deployment")],
 }
@@ -32,7 +33,9 @@ GROUP = {"trl_cispo.json": 16, "trl_dr_grpo.yaml": 8, "trl_gspo.yaml": 8, "verl_
          "verl_grpo_token_tis.yaml": 5, "verl_gspo.yaml": 16, "verl_rollout_rs.yaml": 8}
 
 
-def _battery(name: str, battery: str = "quick", precision: str | None = None):
+def _battery(name: str, battery: str = "quick", precision: str | None = "off"):
+    """The fixture's deployment battery; without the mismatch cell a correcting config gets by default
+    (tests/check/test_mapping_errors.py), unless ``precision`` says otherwise."""
     return prepare(FIXTURES / name, battery, IGNORE.get(name, []), precision)
 
 
@@ -76,16 +79,16 @@ def test_top_p_cell_reports_what_the_engine_reports():
     assert cell.run["staleness"] == {}  # a synchronous run: no lag
     _, deploy, _ = _battery("trl_cispo.json")
     cell = next(c for c in deploy.cells if "top-p" in c.name)
-    assert cell.run["frictions"][0][1]["report"] == "full"  # vLLM's raw log-probs
+    assert cell.run["frictions"][0][1]["report"] == "truncated"  # M1: TRL starts vLLM with processed log-probs
     assert next(c for c in deploy.cells if c.name == "reversal/deploy-all").run["staleness"] == {
         "kind": "per_actor", "n_actors": 2, "D": 2}
 
 
 def test_precision_adds_its_cells():
     _, deploy, _ = _battery("trl_dr_grpo.yaml", precision="bf16")
-    assert [c.name for c in deploy.cells] == ["reversal/deploy-control", "reversal/deploy-bfloat16",
-                                              "mnist/deploy-bfloat16"]
-    assert deploy.cells[1].run["frictions"] == [["precision_mismatch", {"sampler_dtype": "bfloat16"}]]
+    assert [c.name for c in deploy.cells] == ["reversal/deploy-control", "mnist/deploy-control",
+                                              "reversal/deploy-bfloat16", "mnist/deploy-bfloat16"]
+    assert deploy.cells[2].run["frictions"] == [["precision_mismatch", {"sampler_dtype": "bfloat16"}]]
 
 
 def test_standard_adds_the_lm_on_ray_for_an_async_run():
@@ -101,7 +104,7 @@ def test_standard_adds_the_lm_on_ray_for_an_async_run():
 
 def test_template_hash_is_recorded_for_its_version():
     battery = deployment_battery(CANONICAL, load_battery("quick"))
-    assert len(battery.cells) == 10  # every cell kind
+    assert len(battery.cells) == 11  # every cell kind
     assert battery.hash == recorded_hash("deployment", TEMPLATE_VERSION), (
         "the deployment template changed: bump sandbox.check.deployment.TEMPLATE_VERSION and record "
         f"{battery.hash!r} in sandbox/scoring/batteries/versions.py")

@@ -45,3 +45,21 @@ def test_the_example_runs_from_file_to_check_md(tiny, tmp_path, monkeypatch, cap
         assert line in printed
     for head in ("**Mapped**", "**Deployment battery**", "**Hurts most**", "**Battery `quick`**"):
         assert head in shown, head
+
+
+def test_every_mapping_row_names_its_test_or_says_read_not_run():
+    """docs/check.md's verl and TRL tables: each row's last cell names a test that exists (in
+    tests/conformance or tests/check) or says "read, not run"."""
+    import re
+
+    text = (Path(__file__).parents[2] / "docs" / "check.md").read_text()
+    tests = {m for p in Path(__file__).parents[1].glob("*/test_*.py") for m in re.findall(r"def (test_\w+)", p.read_text())}
+    rows = [line for block in re.findall(r"\| (?:verl|TRL) key \|[^\n]*\n\|[-|]+\|\n((?:\|[^\n]*\n)+)", text)
+            for line in block.splitlines()]
+    assert len(rows) >= 20
+    for row in rows:
+        shown = row.rstrip().rstrip("|").rsplit("|", 1)[-1]
+        named = re.findall(r"(test_\w+?)(?:\*|\[|`|$)", shown)
+        assert named or "read, not run" in shown, row
+        for name in named:
+            assert name in tests or any(t.startswith(name) for t in tests), f"{name} (in {row[:60]}…) is no test"

@@ -32,7 +32,9 @@ TABLES = {
         ('num_generations', 'deployment.group', 16),
         ('top_p', 'deployment.top_p', 0.95),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
+        ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 4096),
         ('temperature', '—', 1.0),
@@ -52,7 +54,9 @@ TABLES = {
         ('num_generations', 'deployment.group', 8),
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
+        ('per_device_train_batch_size', '—', 16),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 1024),
         ('mask_truncated_completions', '—', True),
@@ -73,12 +77,14 @@ TABLES = {
         ('num_generations', 'deployment.group', 8),
         ('top_p', 'deployment.top_p', 1.0),
         ('top_k', 'deployment.top_k', 0),
-        ('use_vllm', 'deployment.report', 'full'),
+        ('use_vllm', 'deployment.report', 'truncated'),  # M1: TRL's vLLM reports processed log-probs
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
+        ('per_device_train_batch_size', '—', 8),
         ('beta', '—', 0.0),
         ('max_completion_length', '—', 2048),
     ],
-    "verl_dapo_async.yaml": [
-        ('actor_rollout_ref.actor.policy_loss.loss_mode', 'estimator', 'ppo'),
+    "verl_dapo_async.yaml": [  # the fully-async trainer's YAML sets bypass_mode: PPO-clip against μ
+        ('algorithm.rollout_correction.loss_type', 'estimator', 'ppo'),
         ('actor_rollout_ref.actor.clip_ratio_low', 'ppo.eps_low', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_high', 'ppo.eps_high', 0.28),
         ('actor_rollout_ref.actor.clip_ratio_c', 'ppo.dual_clip', 10.0),
@@ -109,7 +115,7 @@ TABLES = {
         ('actor_rollout_ref.actor.clip_ratio_low', 'ppo.eps_low', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_high', 'ppo.eps_high', 0.2),
         ('actor_rollout_ref.actor.clip_ratio_c', 'ppo.dual_clip', 3.0),
-        ('algorithm.rollout_correction.rollout_is', 'ppo.rollout_is', 'token_truncate'),
+        ('algorithm.rollout_correction.rollout_is × algorithm.rollout_correction.rollout_is_threshold', 'ppo.rollout_is', 'token_truncate'),
         ('algorithm.rollout_correction.rollout_is_threshold', 'ppo.rollout_is_max', 2.0),
         ('actor_rollout_ref.actor.loss_agg_mode', 'ppo.aggregation', 'token-mean'),
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
@@ -119,6 +125,7 @@ TABLES = {
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
         ('actor_rollout_ref.rollout.logprobs_mode', 'deployment.report', 'truncated'),
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('actor_rollout_ref.actor.kl_loss_coef', '—', 0.001),
         ('actor_rollout_ref.actor.kl_loss_type', '—', 'low_var_kl'),
         ('actor_rollout_ref.actor.entropy_coeff', '—', 0),
@@ -149,7 +156,7 @@ TABLES = {
         ('algorithm.rollout_correction.rollout_rs', 'rollout_rs.level', 'seq_mean'),
         ('algorithm.rollout_correction.rollout_rs_threshold', 'rollout_rs.upper', 0.01),
         ('actor_rollout_ref.actor.clip_ratio_low', 'rollout_rs.eps', 0.2),
-        ('actor_rollout_ref.actor.clip_ratio_c', '—', 3.0),
+        ('actor_rollout_ref.actor.clip_ratio_c', 'rollout_rs.dual_clip', 3.0),  # M6: verl applies it
         ('actor_rollout_ref.actor.loss_agg_mode', 'rollout_rs.aggregation', 'token-mean'),
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
         ('actor_rollout_ref.actor.ppo_epochs × data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size', 'deployment.reuse', 4),
@@ -158,6 +165,7 @@ TABLES = {
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 0.9),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
         ('actor_rollout_ref.rollout.logprobs_mode', 'deployment.report', 'truncated'),
+        ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('actor_rollout_ref.actor.use_kl_loss', '—', False),
         ('actor_rollout_ref.rollout.calculate_log_probs', '—', True),
         ('algorithm.rollout_correction.rollout_is', '—', None),
@@ -244,7 +252,7 @@ def test_precision_adds_the_mismatch_and_its_row():
     mapping = map_config(FIXTURES / "verl_gspo.yaml", precision="bf16")
     assert mapping.deployment.precision == "bfloat16"
     assert mapping.rows[-1].key == "--precision" or any(r.key == "--precision" for r in mapping.rows)
-    with pytest.raises(ValueError, match=r"precision must be one of \['bf16', 'fp16'\]"):
+    with pytest.raises(ValueError, match=r"precision must be one of \['bf16', 'fp16', 'off'\]"):
         map_config(FIXTURES / "verl_gspo.yaml", precision="int8")
 
 
@@ -309,7 +317,7 @@ def test_a_grpo_config_object_reads_without_trl():
                                                "aggregation": "token-mean", "rollout_is": "token_mask",
                                                "rollout_is_max": 3.0, "rollout_is_min": 0.5}
     assert mapping.deployment.reuse == 2 and mapping.deployment.group == 8  # 4 micro-steps per generation ÷ GA 2
-    assert set(mapping.infrastructure) == {"output_dir", "learning_rate", "per_device_train_batch_size", "bf16"}
+    assert set(mapping.infrastructure) == {"output_dir", "learning_rate", "bf16"}
 
 
 def test_a_name_that_is_a_builtin_method_gets_a_suffix():

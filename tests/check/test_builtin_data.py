@@ -1,0 +1,61 @@
+"""The committed built-ins (sandbox/check/builtin_data.py) on the tiny battery of conftest.py: exported
+from one results folder, a check in a fresh folder restores them and computes only the
+configuration's jobs (the built-ins on the deployment cells when asked, or once cached); --dry-run
+costs every job from measured costs (never "unknown") and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sandbox.check.builtin_data as builtin_data
+from sandbox.check import check
+from sandbox.check.api import dry_run
+from sandbox.scoring.battery import build
+from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe
+from sandbox.scoring.runner import default_store, run_battery
+
+from .conftest import TINY
+
+CONFIG = {"loss_type": "dapo", "num_generations": 4, "top_p": 0.9}
+
+
+def test_a_first_check_computes_only_its_own_jobs(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(builtin_data, "HERE", tmp_path)
+    battery = build(TINY)
+    filled = default_store(tmp_path / "filled")
+    run_battery(battery, [(make_recipe(m), ()) for m in DEFAULT_AGAINST], filled, workers=1, progress=False)
+    path = builtin_data.export(battery, filled)
+    assert path == tmp_path / "builtins-tiny-check.parquet" and len(builtin_data.committed_ids(battery)) == 14
+
+    fresh = tmp_path / "fresh"
+    lines = dry_run(CONFIG, results=fresh, workers=1)
+    assert "14 finished" in lines[0] and not any("unknown" in line for line in lines)
+    assert not fresh.exists()  # a dry run writes nothing
+
+    report = check(CONFIG, results=fresh, workers=1, progress=False)
+    standard, deploy = report.standard.attrs["jobs"], report.deployment.attrs["jobs"]
+    assert (standard["reused"], standard["computed"]) == (14, 2)  # the built-ins restored, the config's 2 run
+    cells = len(set(report.deployment["cell"]))
+    assert (deploy["reused"], deploy["computed"]) == (0, cells)  # the config's jobs only
+    assert set(report.deployment["method"]) == {report.mapping.label}
+    assert "no built-in ran on these cells" in report.verdict[1]
+
+    best = check(CONFIG, results=fresh, workers=1, progress=False, deployment_against="best")
+    assert best.deployment.attrs["jobs"]["computed"] == cells  # the best built-in's, the config's reused
+    assert set(best.deployment["method"]) == {report.mapping.label, _best(report)}
+    again = check(CONFIG, results=fresh, workers=1, progress=False)  # 'cached' now finds it
+    assert set(again.deployment["method"]) == {report.mapping.label, _best(report)}
+    assert again.deployment.attrs["jobs"]["computed"] == 0
+
+
+def _best(report) -> str:
+    aggregate = report.standard.attrs["scorecard"]["aggregate"]
+    return max(DEFAULT_AGAINST, key=lambda m: aggregate[m]["iqm"]["estimate"])
+
+
+def test_no_committed_file_means_nothing_restored(tmp_path, monkeypatch):
+    monkeypatch.setattr(builtin_data, "HERE", tmp_path)
+    battery = build(TINY)
+    assert builtin_data.restore(battery, [make_recipe("reinforce")], default_store(tmp_path / "r")) == []
+    assert builtin_data.fallback_costs(battery, battery, [make_recipe("reinforce")]) == {}
+    assert Path(tmp_path / "r" / "scores").is_dir()
