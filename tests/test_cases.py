@@ -73,6 +73,7 @@ def _write(tmp_path, data):
     (lambda d: d["mapping"]["fidelity"]["quick"].update(max_steps=0), r"quick\.max_steps: must be an int ≥ 1"),
     (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].update(scales=["huge"]), "not scales of this fidelity"),
     (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].pop("seeds"), "missing key 'seeds'"),
+    (lambda d: d["mapping"]["fidelity"]["quick"]["eval_by_scale"].update(long={}), r"eval_by_scale\.long: must be a scale"),
 ])
 def test_bad_case_files_fail_with_one_line_naming_the_key(tmp_path, mutate, message):
     data = yaml.safe_load(CASES_FILE.read_text())

@@ -47,3 +47,5 @@ def test_a_batched_run_holds_the_seeds_as_members_of_one_population():
     assert "population" not in one.task_kwargs and one.seed == 3
     assert ref.replace(task_kwargs=one.task_kwargs, seed=3, label=one.label) == one  # the same run, batched
     assert batched[("control", "long")].task_kwargs["population"] == 2
+    assert ref.task_kwargs["eval_mode"] == "exact" and "eval_prompts" not in ref.task_kwargs  # enumerated
+    assert batched[("control", "long")].task_kwargs["eval_prompts"] == 50  # 2^256 answers: sampled

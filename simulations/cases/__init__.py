@@ -105,6 +105,10 @@ def _check_mapping(mapping: dict) -> None:
             if scale not in mapping["scales"] or scale not in fid["steps"]:
                 raise ValueError(f"{where}: scale {scale!r} needs an entry in mapping.scales and in its steps")
         _check_seeds(where, fid["seeds"], fid.get("batched", False))
+        for scale, ev in fid.get("eval_by_scale", {}).items():
+            if scale not in fid["scales"] or not isinstance(ev, dict):
+                raise ValueError(f"{where}.eval_by_scale.{scale}: must be a scale of this fidelity ({fid['scales']}) "
+                                 f"mapped to its evaluation settings, got {ev!r}")
         if "max_steps" in fid and not (isinstance(fid["max_steps"], int) and fid["max_steps"] >= 1):
             raise ValueError(f"{where}.max_steps: must be an int ≥ 1, got {fid['max_steps']!r}")
         if "control_only" in fid:
@@ -301,7 +305,8 @@ def arm_config(case: Case, arm: str, mapping: dict, fidelity: str, scale: str, s
     spec = case.arms[arm]
     fid = mapping["fidelity"][fidelity]
     task = mapping["scales"][scale]
-    task_kwargs = {**task["task_kwargs"], **fid["eval"], "samples_per_prompt": case.group_size or 8,
+    evaluation = fid.get("eval_by_scale", {}).get(scale, fid["eval"])
+    task_kwargs = {**task["task_kwargs"], **evaluation, "samples_per_prompt": case.group_size or 8,
                    "prompts_per_step": 10}
     if population > 1:
         task_kwargs["population"] = population
