@@ -56,7 +56,7 @@ COLORS = {"agree": "#2e7d32", "disagree": "#c62828", "inconclusive": "0.6", "not
 by = {(r.case.id, r.scale): r for r in case_results}
 widths = {"case": 2.6, "outcome": 4.6, "measured": 4.6}
 fig_w = sum(widths.values()) + 1.1 * len(scales)
-fig, ax = plt.subplots(figsize=(fig_w, 0.62 * (len(cases) + 2.2)))
+fig, ax = plt.subplots(figsize=(fig_w, 0.7 * (len(cases) + 2.2)))
 ax.set_xlim(0, fig_w)
 ax.set_ylim(len(cases) + 1.2, -1)
 ax.axis("off")
@@ -70,9 +70,10 @@ for j, scale in enumerate(scales):
 for i, cid in enumerate(cases):
     first = by.get((cid, "reference")) or next(r for r in case_results if r.case.id == cid)
     ax.text(0.05, i + 0.5, textwrap.fill(cid, 34), fontsize=5.5, va="center", family="monospace")
-    ax.text(widths["case"] + 0.05, i + 0.5, textwrap.fill(first.case.outcome, 78), fontsize=4.3, va="center")
+    ax.text(widths["case"] + 0.05, i + 0.5, textwrap.fill(first.case.outcome, 70), fontsize=4.8, va="center")
     words = first.measured or first.cause
-    ax.text(widths["case"] + widths["outcome"] + 0.05, i + 0.5, textwrap.fill(words, 78), fontsize=4.3, va="center")
+    ax.text(widths["case"] + widths["outcome"] + 0.05, i + 0.5, textwrap.fill(words, 70), fontsize=4.8,
+            va="center")
     for j, scale in enumerate(scales):
         r = by.get((cid, scale))
         if r is None:

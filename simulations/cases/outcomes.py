@@ -194,7 +194,7 @@ def _cause(case: Case, verdict: Verdict, m: dict) -> str:
 def control_only(case: Case, frames: dict[str, pd.DataFrame], budget: int, scale: str, fidelity: str) -> CaseResult:
     """The case at a scale where only its control ran: inconclusive unless the control learned
     (≥ 75% of its seeds, none collapsed), in which case its arms were simply not run."""
-    events = [collapse_event(s, v, budget=budget) for s, v in _curves(frames["control"]).items()]
+    events = [collapse_event(s, v, budget=budget) for s, v in _curves(frames["control"]).values()]
     learned, collapsed = sum(e.learned for e in events), sum(e.collapsed for e in events)
     gains = [float(v[0] - np.nanmin(np.where(np.isnan(v), np.inf, v))) / max(v[0], 1e-12)
              for s, v in _curves(frames["control"]).values()]
