@@ -121,4 +121,14 @@ def alarm_table(frame: pd.DataFrame, metric: str, horizon: int, by: Sequence[str
     return pd.DataFrame(rows)
 
 
-__all__ = ["ALARMS", "UNITS", "Alarm", "alarm_table", "warning_lead"]
+def run_alarms(frame: pd.DataFrame, cell: dict, budget: int) -> pd.DataFrame:
+    """Per member of one scored run (``sandbox.scoring.runner``, in member order): its collapse step
+    on the cell's metric and each alarm's first step and lead before the collapse, the whole run
+    being the horizon — the columns ``sandbox check`` reports (``sandbox.check.alarms``)."""
+    table = alarm_table(frame, cell["metric"], horizon=max(int(budget), 1), by=("member",), budget=int(budget),
+                        higher_is_better=cell["best"] > cell["random"], best_possible=cell["best"])
+    table = table.sort_values("member").drop(columns="member").reset_index(drop=True)
+    return table.rename(columns=lambda c: c if c == "collapse_step" else f"alarm {c}").astype(float)
+
+
+__all__ = ["ALARMS", "UNITS", "Alarm", "alarm_table", "run_alarms", "warning_lead"]

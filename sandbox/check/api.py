@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from sandbox.check.alarms import alarm_line
 from sandbox.check.deployment import deployment_battery
 from sandbox.check.mapping import Mapping, map_config
 from sandbox.check.verdict import verdict, write_check
@@ -63,6 +64,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     deploy_frame = score_recipe(mapping.recipe, deploy, baselines, store, **run)
     standard_frame = score_recipe(mapping.recipe, chosen, baselines, store, **run)
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"])
+    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
