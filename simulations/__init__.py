@@ -30,7 +30,8 @@ FIDELITIES = ("quick", "paper", "full")
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that register figures; a missing optional family is skipped
 FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.reference",
-            "simulations.kondo", "simulations.llm", "simulations.frictions2026")
+            "simulations.kondo", "simulations.llm", "simulations.frictions2026", "simulations.published_outcomes",
+            "simulations.early_warning")
 
 
 #: a figure's plan: (tags, jobs) pairs — what each group of runs is (panel, strength, config …);

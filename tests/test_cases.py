@@ -69,6 +69,11 @@ def _write(tmp_path, data):
     (lambda d: d["cases"][1].update(id=d["cases"][0]["id"]), "duplicate case id"),
     (lambda d: d["mapping"]["precision"].update(bf16=2.0), "must be a token KL in"),
     (lambda d: d["cases"][5]["experiment"]["arms"]["worse"].update(lag={"kind": "max"}), "needs k, an int ≥ 1"),
+    (lambda d: d["mapping"]["fidelity"]["paper"].update(seeds=[0, 2]), "seeds are consecutive"),
+    (lambda d: d["mapping"]["fidelity"]["quick"].update(max_steps=0), r"quick\.max_steps: must be an int ≥ 1"),
+    (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].update(scales=["huge"]), "not scales of this fidelity"),
+    (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].pop("seeds"), "missing key 'seeds'"),
+    (lambda d: d["mapping"]["fidelity"]["quick"]["eval_by_scale"].update(long={}), r"eval_by_scale\.long: must be a scale"),
 ])
 def test_bad_case_files_fail_with_one_line_naming_the_key(tmp_path, mutate, message):
     data = yaml.safe_load(CASES_FILE.read_text())

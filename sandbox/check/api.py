@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from sandbox.check.alarms import alarm_line
 from sandbox.check import builtin_data
 from sandbox.check.deployment import deployment_battery
 from sandbox.check.mapping import Mapping, map_config
@@ -74,6 +75,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     deploy_frame = score_recipe(mapping.recipe, deploy, rivals, store,
                                 fallback=builtin_data.fallback_costs(deploy, chosen, [mapping.recipe, *rivals]), **run)
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"])
+    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)

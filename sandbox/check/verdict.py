@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+from sandbox.check.alarms import alarm_markdown
 from sandbox.check.mapping import Mapping
 from sandbox.scoring.report import figure, markdown, write
 
@@ -116,7 +117,8 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     battery_dir = standard["battery"]
     write(standard, standard_frame, out / battery_dir, code)
     paths = [out / "check.md", out / "check.png", out / "check.json"]
-    paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir))
+    paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir) + "\n"
+                        + alarm_markdown([deploy_frame, standard_frame], deploy["new"]))
     fig = figure(deploy)
     fig.savefig(paths[1])
     plt.close(fig)

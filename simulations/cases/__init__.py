@@ -6,8 +6,10 @@ fault); ``case_configs(case, fidelity)`` turns a case's arms — written in publ
 name, a lag, a precision) — into ``RunConfig``s by the file's ``mapping``, once for every case:
 the loss becomes its registry fields (``sandbox.methods`` recipes expanded), the lag a delay
 schedule, the precision the ``measured_mismatch`` friction, the scale the task and its knobs, and
-the budget max(the scale's steps, 4·D). The decision rules are declared in the file; the runs and
-their verdicts are scheduled separately (docs/predictions.md).
+the budget max(the scale's steps, 4·D). ``scale_runs`` says which arms and seeds a case runs at each
+scale of a fidelity (the amended ``fidelity``: only the control at a ``control_only`` scale, nothing
+beyond ``max_steps``); ``batched_configs`` gives each arm's seeds as one batched population. The
+decision rules are declared in the file and executed by ``simulations.cases.verdicts``.
 """
 
 from __future__ import annotations
@@ -102,9 +104,32 @@ def _check_mapping(mapping: dict) -> None:
         for scale in fid["scales"]:
             if scale not in mapping["scales"] or scale not in fid["steps"]:
                 raise ValueError(f"{where}: scale {scale!r} needs an entry in mapping.scales and in its steps")
+        _check_seeds(where, fid["seeds"], fid.get("batched", False))
+        for scale, ev in fid.get("eval_by_scale", {}).items():
+            if scale not in fid["scales"] or not isinstance(ev, dict):
+                raise ValueError(f"{where}.eval_by_scale.{scale}: must be a scale of this fidelity ({fid['scales']}) "
+                                 f"mapped to its evaluation settings, got {ev!r}")
+        if "max_steps" in fid and not (isinstance(fid["max_steps"], int) and fid["max_steps"] >= 1):
+            raise ValueError(f"{where}.max_steps: must be an int ≥ 1, got {fid['max_steps']!r}")
+        if "control_only" in fid:
+            only = fid["control_only"]
+            for key, kind in (("scales", list), ("seeds", list), ("max_steps", int), ("log_points", int)):
+                _need(f"{where}.control_only", only, key, kind)
+            stray = [s for s in only["scales"] if s not in fid["scales"]]
+            if stray:
+                raise ValueError(f"{where}.control_only.scales: {stray} are not scales of this fidelity ({fid['scales']})")
+            _check_seeds(f"{where}.control_only", only["seeds"], fid.get("batched", False))
     missing = set(STATISTICS) - set(mapping["statistics"])
     if missing:
         raise ValueError(f"mapping.statistics: no definition for {sorted(missing)}")
+
+
+def _check_seeds(where: str, seeds: list, batched: bool) -> None:
+    if not seeds or not all(isinstance(k, int) and k >= 0 for k in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"{where}.seeds: must be distinct ints ≥ 0, got {seeds!r}")
+    if batched and list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise ValueError(f"{where}.seeds: a batched population's seeds are consecutive (member m is seed "
+                         f"seeds[0] + m), got {seeds!r}")
 
 
 def _check_case(raw: dict, mapping: dict) -> Case:
@@ -239,31 +264,76 @@ def loss_fields(name: str, mapping: dict) -> dict:
     return fields
 
 
-def arm_config(case: Case, arm: str, mapping: dict, fidelity: str, scale: str, seed: int):
-    """The ``RunConfig`` of one arm of ``case`` at ``scale`` and ``fidelity`` for ``seed``."""
+@dataclass(frozen=True)
+class ScaleRuns:
+    """What a case runs at one scale of a fidelity: its arms, seeds and log points — or, when it
+    is not run there, why (``skipped``)."""
+
+    arms: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+    log_points: int = 0
+    skipped: str = ""
+
+
+def scale_runs(case: Case, mapping: dict, fidelity: str) -> dict[str, ScaleRuns]:
+    """{scale: ScaleRuns} for every scale of ``fidelity``, by its settings (the file's
+    ``fidelity``): a case whose budget exceeds ``max_steps`` is not run; at a ``control_only``
+    scale only the control runs, with that block's seeds and log points."""
+    if fidelity not in mapping["fidelity"]:
+        raise ValueError(f"fidelity must be one of {sorted(mapping['fidelity'])}, got {fidelity!r}")
+    fid = mapping["fidelity"][fidelity]
+    only = fid.get("control_only", {})
+    out = {}
+    for scale in fid["scales"]:
+        steps = steps_of(case, mapping, fidelity, scale)
+        block = only if scale in only.get("scales", ()) else fid
+        cap = block.get("max_steps")
+        if cap is not None and steps > cap:
+            out[scale] = ScaleRuns(skipped=f"not run at {fidelity} fidelity: its budget of {steps} steps exceeds "
+                                           f"the {cap} this fidelity runs at the {scale} scale")
+            continue
+        arms = ("control",) if block is only else tuple(case.arms)
+        out[scale] = ScaleRuns(arms, tuple(block["seeds"]), int(block["log_points"]))
+    return out
+
+
+def arm_config(case: Case, arm: str, mapping: dict, fidelity: str, scale: str, seed: int, population: int = 1):
+    """The ``RunConfig`` of one arm of ``case`` at ``scale`` and ``fidelity`` for ``seed`` (with
+    ``population`` > 1: the batched run whose member m is seed ``seed`` + m)."""
     from sandbox.runtime.config import RunConfig
 
     spec = case.arms[arm]
     fid = mapping["fidelity"][fidelity]
     task = mapping["scales"][scale]
-    task_kwargs = {**task["task_kwargs"], **fid["eval"], "samples_per_prompt": case.group_size or 8,
+    evaluation = fid.get("eval_by_scale", {}).get(scale, fid["eval"])
+    task_kwargs = {**task["task_kwargs"], **evaluation, "samples_per_prompt": case.group_size or 8,
                    "prompts_per_step": 10}
+    if population > 1:
+        task_kwargs["population"] = population
     kl = mapping["precision"][spec.get("precision", "none")]
     frictions = (("measured_mismatch", {"token_kl": kl}),) if kl > 0 else ()
+    runs = scale_runs(case, mapping, fidelity).get(scale)
+    log_points = runs.log_points if runs is not None and not runs.skipped else fid["log_points"]
     return RunConfig(task=task["task"], task_kwargs=task_kwargs, **loss_fields(spec["loss"], mapping),
                      staleness=staleness_of(spec.get("lag"), mapping["d_probe"]), frictions=frictions, seed=seed,
-                     steps=steps_of(case, mapping, fidelity, scale), log_points=fid["log_points"],
+                     steps=steps_of(case, mapping, fidelity, scale), log_points=log_points,
                      label=f"{case.id}/{arm}/{scale}")
 
 
 def case_configs(case: Case, mapping: dict, fidelity: str) -> dict[tuple[str, str, int], Any]:
-    """Every run of ``case`` at ``fidelity``: {(arm, scale, seed): RunConfig}."""
-    if fidelity not in mapping["fidelity"]:
-        raise ValueError(f"fidelity must be one of {sorted(mapping['fidelity'])}, got {fidelity!r}")
-    fid = mapping["fidelity"][fidelity]
+    """Every run of ``case`` at ``fidelity``, one per seed: {(arm, scale, seed): RunConfig}
+    (``scale_runs`` says which arms and seeds run at each scale)."""
     return {(arm, scale, seed): arm_config(case, arm, mapping, fidelity, scale, seed)
-            for scale in fid["scales"] for arm in case.arms for seed in fid["seeds"]}
+            for scale, runs in scale_runs(case, mapping, fidelity).items() for arm in runs.arms for seed in runs.seeds}
 
 
-__all__ = ["CASES_FILE", "LAG_KINDS", "SETTING_KEYS", "SIGNAL_COLUMNS", "STATISTICS", "Case", "CaseFile",
-           "arm_config", "case_configs", "load_cases", "loss_fields", "max_delay", "staleness_of", "steps_of"]
+def batched_configs(case: Case, mapping: dict, fidelity: str) -> dict[tuple[str, str], Any]:
+    """Every run of ``case`` at ``fidelity`` with each arm's seeds as one batched population:
+    {(arm, scale): RunConfig} whose member m is seed seeds[0] + m (the fidelity's ``batched``)."""
+    return {(arm, scale): arm_config(case, arm, mapping, fidelity, scale, runs.seeds[0], len(runs.seeds))
+            for scale, runs in scale_runs(case, mapping, fidelity).items() for arm in runs.arms}
+
+
+__all__ = ["CASES_FILE", "LAG_KINDS", "SETTING_KEYS", "SIGNAL_COLUMNS", "STATISTICS", "Case", "CaseFile", "ScaleRuns",
+           "arm_config", "batched_configs", "case_configs", "load_cases", "loss_fields", "max_delay", "scale_runs",
+           "staleness_of", "steps_of"]

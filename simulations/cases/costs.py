@@ -5,8 +5,10 @@ file, measured on one thread, and each case's total at quick and paper fidelity 
 not wall time, so that a loaded machine does not inflate it) and prints the tables of
 docs/predictions.md ("Cost"). A step is one rollout (10 prompts × the group size, under a bf16
 ``measured_mismatch``) plus one learner update (``tis``); an evaluation is the fidelity's batch.
-A case's cost is Σ over its scales, arms and seeds of steps × step + (log points + 1) × evaluation
-(estimators and controllers differ by a few percent, not modelled).
+A case's cost is Σ over the scales, arms and seeds it runs (``scale_runs``) of steps × step +
+evaluations × evaluation, one seed at a time (estimators and controllers differ by a few percent,
+not modelled; a batched population of seeds costs about half as much per seed, and runs two cases
+share are counted in each).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner, log_schedule
-from simulations.cases import load_cases, steps_of
+from simulations.cases import load_cases, scale_runs, steps_of
 
 GROUPS = (8, 16)
 
@@ -52,13 +54,13 @@ def case_costs(measured: dict[tuple[str, int], dict[str, float]]) -> dict[str, d
     costs = {}
     for case in cf.cases:
         costs[case.id] = {}
-        for fidelity, fid in cf.mapping["fidelity"].items():
+        for fidelity in cf.mapping["fidelity"]:
             total = 0.0
-            for scale in fid["scales"]:
+            for scale, runs in scale_runs(case, cf.mapping, fidelity).items():
                 m = measured[(scale, case.group_size or 8)]
                 steps = steps_of(case, cf.mapping, fidelity, scale)
-                evals = len(log_schedule(steps, fid["log_points"]))
-                total += len(case.arms) * len(fid["seeds"]) * (steps * m["step"] + evals * m[f"eval_{fidelity}"])
+                evals = len(log_schedule(steps, runs.log_points)) if runs.arms else 0
+                total += len(runs.arms) * len(runs.seeds) * (steps * m["step"] + evals * m[f"eval_{fidelity}"])
             costs[case.id][fidelity] = total
     return costs
 

@@ -1,0 +1,134 @@
+"""Training alarms as verl documents them, and whether they fire before a collapse.
+
+verl's rollout-correction guide (``docs/algo/rollout_corr.md``, "Check for warning conditions" and
+"Conditional Alerting Based on Metrics") warns when the mean IS weight leaves [0.5, 2.0]
+(``rollout_corr/rollout_is_mean``), when the effective sample size falls below 0.3
+(``rollout_corr/rollout_is_eff_sample_size``) and when |KL(π_rollout‖π_training)| exceeds 0.1
+(``rollout_corr/kl``, the k1 estimate). ``ALARMS`` states each once, with the sandbox signal it
+reads (``sandbox.diagnostics.SIGNALS``; ``ratio_mean`` for the mean weight) and the metric names
+verl and TRL log for it (TRL logs no ESS and no signed KL of the sampler: "—"). ``UNITS`` names the
+verl and TRL metric of every logged signal.
+
+A run's collapse is ``sandbox.analysis.collapse``'s. An alarm **warns** of a collapse at step c when
+it is on at some logged step t with c − ``horizon`` ≤ t < c; its lead is c − (the earliest such t).
+A non-finite signal at a step where the run diverged counts as the alarm on (the metric itself
+is broken, which any user sees); a signal a run does not log (NaN without divergence) never fires.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sandbox.analysis.collapse import collapse_event
+
+#: the verl and TRL metric that corresponds to each logged signal ("—": none logs it)
+UNITS = {
+    "ess_frac": ("rollout_corr/rollout_is_eff_sample_size", "—"),
+    "ratio_mean": ("rollout_corr/rollout_is_mean", "sampling/importance_sampling_ratio/mean"),
+    "kl_k1": ("rollout_corr/kl", "—"),
+    "kl_k3": ("rollout_corr/k3_kl", "—"),
+    "log_ratio_abs_mean": ("—", "sampling/sampling_logp_difference/mean"),
+    "log_ratio_abs_max": ("—", "sampling/sampling_logp_difference/max"),
+    "grad_norm": ("actor/grad_norm", "grad_norm"),
+    "cos_consecutive": ("—", "—"),
+    "entropy": ("actor/entropy", "entropy"),
+    "clip_frac": ("actor/pg_clipfrac", "clip_ratio/region_mean"),
+    "mask_frac": ("—", "—"),
+    "rollout_is_clip_frac": ("rollout_corr/rollout_is_ratio_fraction_high", "—"),
+    "rollout_is_mask_frac": ("rollout_corr/rollout_rs_masked_fraction", "—"),
+}
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """A documented threshold on one logged signal: on when the value (its absolute value with
+    ``absolute``) is below ``low`` or above ``high``."""
+
+    name: str
+    column: str
+    low: float | None = None
+    high: float | None = None
+    absolute: bool = False
+
+    @property
+    def verl(self) -> str:
+        return UNITS[self.column][0]
+
+    @property
+    def trl(self) -> str:
+        return UNITS[self.column][1]
+
+    def on(self, values: Sequence[float], diverged: Sequence[bool] | None = None) -> np.ndarray:
+        """Whether the alarm is on at each value; NaN is on only where ``diverged``."""
+        v = np.asarray(values, dtype=float)
+        x = np.abs(v) if self.absolute else v
+        with np.errstate(invalid="ignore"):
+            out = np.zeros(v.shape, dtype=bool)
+            if self.low is not None:
+                out |= x < self.low
+            if self.high is not None:
+                out |= x > self.high
+        broken = ~np.isfinite(v)
+        div = np.zeros(v.shape, dtype=bool) if diverged is None else np.asarray(diverged, dtype=bool)
+        return np.where(broken, div, out)
+
+
+ALARMS = (
+    Alarm("ESS < 0.3", "ess_frac", low=0.3),
+    Alarm("mean IS weight outside [0.5, 2]", "ratio_mean", low=0.5, high=2.0),
+    Alarm("|KL| > 0.1", "kl_k1", high=0.1, absolute=True),
+)
+
+
+def warning_lead(steps: Sequence[int], on: Sequence[bool], collapse_step: int | None, horizon: int) -> float:
+    """Steps from the earliest logged step t with collapse − ``horizon`` ≤ t < collapse at which
+    the alarm is on, to the collapse; NaN when there is no collapse or no such step."""
+    if collapse_step is None:
+        return math.nan
+    s, a = np.asarray(steps), np.asarray(on, dtype=bool)
+    window = (s >= collapse_step - horizon) & (s < collapse_step) & a
+    return float(collapse_step - s[window].min()) if window.any() else math.nan
+
+
+def alarm_table(frame: pd.DataFrame, metric: str, horizon: int, by: Sequence[str] = ("seed", "member"),
+                budget: int | None = None, alarms: Sequence[Alarm] = ALARMS, **collapse_kwargs) -> pd.DataFrame:
+    """One row per run (group of ``by``): its ``collapse_step`` (NaN: none) and, for each alarm,
+    ``<name>: first`` (the first logged step it is on, NaN: never) and ``<name>: lead`` (steps
+    before the collapse that it warned, NaN: no collapse or no warning within ``horizon``).
+    ``collapse_kwargs`` go to ``collapse_event`` (direction and best value of ``metric``)."""
+    missing = [c for c in ("step", metric, *by) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"frame has no column(s) {missing}; columns: {sorted(frame.columns)}")
+    if not isinstance(horizon, int) or horizon < 1:
+        raise ValueError(f"horizon must be an int ≥ 1 (learner steps), got {horizon!r}")
+    budget = int(frame["step"].max()) if budget is None else budget
+    rows = []
+    for key, run in frame.sort_values("step").groupby(list(by), sort=True):
+        steps = run["step"].to_numpy()
+        event = collapse_event(steps, run[metric].to_numpy(dtype=float), budget=budget, **collapse_kwargs)
+        diverged = run["diverged"].to_numpy(dtype=bool) if "diverged" in run else None
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)), collapse_step=event.collapse_step)
+        for alarm in alarms:
+            on = alarm.on(run[alarm.column], diverged) if alarm.column in run else np.zeros(len(run), bool)
+            row[f"{alarm.name}: first"] = float(steps[on].min()) if on.any() else math.nan
+            row[f"{alarm.name}: lead"] = warning_lead(steps, on, event.collapse_step, horizon)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_alarms(frame: pd.DataFrame, cell: dict, budget: int) -> pd.DataFrame:
+    """Per member of one scored run (``sandbox.scoring.runner``, in member order): its collapse step
+    on the cell's metric and each alarm's first step and lead before the collapse, the whole run
+    being the horizon — the columns ``sandbox check`` reports (``sandbox.check.alarms``)."""
+    table = alarm_table(frame, cell["metric"], horizon=max(int(budget), 1), by=("member",), budget=int(budget),
+                        higher_is_better=cell["best"] > cell["random"], best_possible=cell["best"])
+    table = table.sort_values("member").drop(columns="member").reset_index(drop=True)
+    return table.rename(columns=lambda c: c if c == "collapse_step" else f"alarm {c}").astype(float)
+
+
+__all__ = ["ALARMS", "UNITS", "Alarm", "alarm_table", "run_alarms", "warning_lead"]

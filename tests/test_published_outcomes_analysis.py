@@ -1,0 +1,86 @@
+"""A case's measurement and interval agree with its declared test, a control-only scale's verdict,
+and the agreement rate's exact interval (simulations.cases.outcomes), on hand-made runs."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simulations.cases import Case, load_cases
+from simulations.cases.outcomes import CaseResult, _odds, agreement, control_only, measure
+from simulations.cases.verdicts import judge
+
+STEPS = [0, 1, 2, 4, 8, 16, 32]
+LEARNS = [0.5, 0.3, 0.2, 0.1, 0.08, 0.06, 0.05]
+COLLAPSES = [0.5, 0.3, 0.2, 0.1, 0.35, 0.45, 0.5]
+FLAT = [0.5, 0.49, 0.5, 0.48, 0.5, 0.49, 0.5]
+
+
+def frame(curves):
+    return pd.DataFrame([{"step": s, "seed": k, "member": 0, "error": v}
+                         for k, curve in enumerate(curves) for s, v in zip(STEPS, curve)])
+
+
+def case(statistic, **decision):
+    arms = {"control": {"loss": "GRPO"}, "worse": {"loss": "GRPO"}, "better": {"loss": "GRPO"}, "arm": {"loss": "GRPO"}}
+    return Case("c", {}, "q" * 30, {}, "o", "staleness", arms, None, {"statistic": statistic, **decision}, ())
+
+
+@pytest.mark.parametrize("k_worse, k_better", list(itertools.product(range(9), repeat=2)))
+def test_the_odds_ratio_interval_passes_one_exactly_when_fishers_one_sided_test_rejects(k_worse, k_better):
+    worse, better = [True] * k_worse + [False] * (8 - k_worse), [True] * k_better + [False] * (8 - k_better)
+    _, low, high = _odds(worse, better, 0.05)
+    table = [[k_worse, 8 - k_worse], [k_better, 8 - k_better]]
+    assert (low > 1) == (stats.fisher_exact(table, alternative="greater").pvalue < 0.05)
+    assert (high < 1) == (stats.fisher_exact(table, alternative="less").pvalue < 0.05)
+
+
+def test_a_collapse_contrast_shows_the_collapse_counts_and_the_steps_as_its_per_seed_vector():
+    c = case("collapse_contrast", worse="worse", better="better")
+    frames = {"control": frame([LEARNS] * 4), "worse": frame([COLLAPSES] * 4), "better": frame([LEARNS] * 4)}
+    verdict = judge(c, frames, 32)
+    m = measure(c, frames, verdict, 32, 0.05)
+    assert verdict.verdict == "agree" and m["low"] > 1 and m["side"] == "above" and m["against"] == 1.0
+    assert m["values"] == (8, 8, 8, 8, 32, 32, 32, 32)  # collapse steps of worse, then better (32: none)
+    assert "4/4" in m["text"] and "0/4" in m["text"]
+
+
+def test_a_t_interval_clears_its_threshold_exactly_when_the_declared_t_test_agrees():
+    c = case("final_contrast", worse="worse", better="better")
+    rng = np.random.default_rng(0)
+    for shift in (0.0, 0.02, 0.05, 0.2):
+        ends = [[0.5, 0.3, 0.2, 0.1, 0.08, 0.06, 0.05 + shift + e] for e in rng.normal(0, 0.03, 8)]
+        frames = {"control": frame([LEARNS] * 8), "worse": frame(ends), "better": frame([LEARNS] * 8)}
+        verdict = judge(c, frames, 32)
+        m = measure(c, frames, verdict, 32, 0.05)
+        assert (m["low"] > 0) == (verdict.verdict == "agree")
+
+
+def test_noninferiority_is_shown_against_its_margin():
+    c = case("noninferior", arm="arm")
+    frames = {"control": frame([LEARNS] * 4), "arm": frame([LEARNS] * 4)}
+    verdict = judge(c, frames, 32)
+    m = measure(c, frames, verdict, 32, 0.05)
+    assert m["side"] == "below" and m["against"] == pytest.approx(0.2 * 0.45) and verdict.verdict == "agree"
+
+
+def test_at_a_control_only_scale_a_control_that_does_not_learn_makes_the_case_inconclusive():
+    c = load_cases().case("vcpo_math_k10_tis_collapses_vcpo_stable")
+    r = control_only(c, {"control": frame([FLAT, FLAT])}, 32, "long", "paper")
+    assert r.verdict == "inconclusive" and not r.conclusive
+    assert r.cause == ("does not appear at any size we can run: the control does not learn at 256 tokens in 32 steps "
+                       "(0 of 2 seeds learned)")
+    learns = control_only(c, {"control": frame([LEARNS, LEARNS])}, 32, "long", "paper")
+    assert learns.verdict == "not run" and "other arms were not run" in learns.cause
+
+
+def test_the_agreement_rate_counts_conclusive_cases_only_with_an_exact_interval():
+    c = case("final_contrast")
+    results = [CaseResult(c, "reference", v, v) for v in ("agree", "agree", "agree", "disagree", "inconclusive")]
+    k, n, rate, low, high = agreement(results)
+    ci = stats.binomtest(3, 4).proportion_ci(method="exact")
+    assert (k, n, rate) == (3, 4, 0.75) and (low, high) == pytest.approx((ci.low, ci.high))
+    assert math.isnan(agreement(results[-1:])[2])
