@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from sandbox.check.alarms import alarm_line
 from sandbox.check import builtin_data
+from sandbox.check.alarms import alarm_line
 from sandbox.check.deployment import deployment_battery
 from sandbox.check.mapping import Mapping, map_config
 from sandbox.check.verdict import verdict, write_check
