@@ -41,7 +41,7 @@ def test_budget_rule_keeps_three_quarters_at_full_lag():
     m2po = CF.case("m2po_prosperity_before_collapse_at_256")
     assert steps_of(m2po, CF.mapping, "quick", "reference") == 1024  # 4 × 256 > 150
     vespo = CF.case("vespo_sapo_collapses_at_n4")
-    assert steps_of(vespo, CF.mapping, "paper", "long") == 300  # 4 × 3 < 300
+    assert steps_of(vespo, CF.mapping, "full", "long") == 300  # 4 × 3 < 300
 
 
 def test_losses_expand_recipes_and_keep_their_own_fields():
@@ -71,8 +71,8 @@ def _write(tmp_path, data):
     (lambda d: d["cases"][5]["experiment"]["arms"]["worse"].update(lag={"kind": "max"}), "needs k, an int ≥ 1"),
     (lambda d: d["mapping"]["fidelity"]["paper"].update(seeds=[0, 2]), "seeds are consecutive"),
     (lambda d: d["mapping"]["fidelity"]["quick"].update(max_steps=0), r"quick\.max_steps: must be an int ≥ 1"),
-    (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].update(scales=["huge"]), "not scales of this fidelity"),
-    (lambda d: d["mapping"]["fidelity"]["paper"]["control_only"].pop("seeds"), "missing key 'seeds'"),
+    (lambda d: d["mapping"]["fidelity"]["full"]["control_only"].update(scales=["huge"]), "not scales of this fidelity"),
+    (lambda d: d["mapping"]["fidelity"]["full"]["control_only"].pop("seeds"), "missing key 'seeds'"),
     (lambda d: d["mapping"]["fidelity"]["quick"]["eval_by_scale"].update(long={}), r"eval_by_scale\.long: must be a scale"),
 ])
 def test_bad_case_files_fail_with_one_line_naming_the_key(tmp_path, mutate, message):

@@ -24,7 +24,10 @@ def test_every_case_builds_its_runs_with_the_mapped_frictions_and_an_on_policy_c
 
 def test_the_amended_fidelities_run_every_case_at_the_reference_scale_and_only_controls_at_256_tokens():
     for case in CF.cases:
-        plan = scale_runs(case, CF.mapping, "paper")
+        paper = scale_runs(case, CF.mapping, "paper")
+        assert set(paper) == {"reference"}  # the third amendment: the 256-token controls are the full tier's
+        plan = scale_runs(case, CF.mapping, "full")
+        assert plan["reference"] == paper["reference"]
         assert plan["reference"].arms == tuple(case.arms) and plan["reference"].seeds == tuple(range(8))
         for scale in ("long", "long_vocab"):
             if case.id in ("m2po_prosperity_before_collapse_at_256", "vcpo_stable_at_lag_128"):
@@ -39,7 +42,8 @@ def test_the_amended_fidelities_run_every_case_at_the_reference_scale_and_only_c
 
 def test_a_batched_run_holds_the_seeds_as_members_of_one_population():
     case = CF.case("vcpo_math_k10_tis_collapses_vcpo_stable")
-    batched = batched_configs(case, CF.mapping, "paper")
+    assert set(batched_configs(case, CF.mapping, "paper")) == {(a, "reference") for a in case.arms}
+    batched = batched_configs(case, CF.mapping, "full")
     assert set(batched) == {(a, "reference") for a in case.arms} | {("control", "long"), ("control", "long_vocab")}
     ref = batched[("worse", "reference")]
     assert ref.task_kwargs["population"] == 8 and ref.seed == 0 and ref.log_points == 150

@@ -32,7 +32,7 @@ from simulations.cases import Case, CaseFile, scale_runs, steps_of
 from simulations.cases.verdicts import Verdict, judge
 
 #: the case file's fidelity behind each figure fidelity ('full' has no case-file tier of its own)
-CASE_FIDELITY = {"quick": "quick", "paper": "paper", "full": "paper"}
+CASE_FIDELITY = {"quick": "quick", "paper": "paper", "full": "full"}
 #: how the figure shows a verdict: the rule's 'opposite' and 'not-reproduced' are both disagreements
 SHOWN = {"agree": "agree", "opposite": "disagree", "not-reproduced": "disagree", "inconclusive": "inconclusive",
          "not run": "not run"}
