@@ -258,7 +258,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     committed = figure_data.restore_figures(chosen, all_jobs, store, figures_dir / "data") \
         if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed else set()
     if progress:
-        announce(figures_plan(all_jobs, store, results_dir, fidelity, base_seed, workers, rerun))
+        announce(figures_plan(all_jobs, store, results_dir, fidelity, base_seed, workers, rerun, committed))
     if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
         run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
                   progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures",

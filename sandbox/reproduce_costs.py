@@ -16,13 +16,14 @@ def record_paths(results_dir: Path, figure: str, fidelity: str, base_seed: int) 
 
 
 def figures_plan(all_jobs: dict[str, list[Job]], store: ResultsStore, results_dir: Path, fidelity: str,
-                 base_seed: int, workers: int | None, rerun: bool) -> str:
+                 base_seed: int, workers: int | None, rerun: bool, kept: set[str] = frozenset()) -> str:
     """What ``reproduce`` will cost: its jobs (``sandbox.jobs.costs``) and the notebooks it will
     execute — those whose jobs are not all finished or whose record is not intact (``--rerun``: all),
     each at the seconds its last execution took, else the measured table's. A job of a kind never
-    measured counts at its figure's average job where the table has one (from a CLAIMS.md)."""
+    measured counts at its figure's average job where the table has one (from a CLAIMS.md). ``kept``:
+    restored committed results, finished whatever code made them (as the sweep keeps them)."""
     jobs = unique_jobs([j for js in all_jobs.values() for j in js])
-    finished = costs.finished_ids(jobs, store)
+    finished = costs.finished_ids(jobs, store, kept)
     per_figure = costs.measured_table().get("figures", {})  # the average job of a figure, where measured
     fallback = {j.id: per_figure[f"{name}.{fidelity}"]["job_s"] for name, figure_jobs in all_jobs.items()
                 if f"{name}.{fidelity}" in per_figure for j in figure_jobs}

@@ -75,12 +75,14 @@ def stored_costs(store, job_ids: Iterable[str]) -> dict[str, list[float]]:
     return by_kind
 
 
-def finished_ids(jobs: Sequence, store) -> set[str]:
+def finished_ids(jobs: Sequence, store, kept: set[str] = frozenset()) -> set[str]:
     """The ids of ``jobs`` whose results ``store`` holds and a sweep would keep: made by this code (or
-    by other code under ``$SANDBOX_ACCEPT_STALE_CODE=1``, as ``run_sweep`` keeps them), judged from
-    each file's schema (``quick_state``: the sweep verifies the data)."""
-    keep = ("ok", "stale") if os.environ.get("SANDBOX_ACCEPT_STALE_CODE", "") == "1" else ("ok",)
-    return {j.id for j in jobs if store.quick_state(j.id) in keep}
+    by other code under ``$SANDBOX_ACCEPT_STALE_CODE=1``, or named in ``kept`` — restored committed
+    results — as ``run_sweep`` keeps them), judged from each file's schema (``quick_state``: the
+    sweep verifies the data)."""
+    stale_too = os.environ.get("SANDBOX_ACCEPT_STALE_CODE", "") == "1"
+    return {j.id for j in jobs
+            if (state := store.quick_state(j.id)) == "ok" or (state == "stale" and (stale_too or j.id in kept))}
 
 
 @dataclass

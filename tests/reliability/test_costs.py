@@ -117,5 +117,7 @@ def test_finished_jobs_are_judged_from_the_schema_alone(tmp_path, monkeypatch):
     assert [store.quick_state(j.id) for j in (done, other, missing)] == ["ok", "stale", "missing"]
     assert [store.state(j.id) for j in (done, other, missing)] == ["ok", "stale", "missing"]
     assert costs.finished_ids([done, other, missing], store) == {done.id}
+    # a restored committed result is kept whatever code made it (reproduce's cost line counted it to run)
+    assert costs.finished_ids([done, other, missing], store, kept={other.id, missing.id}) == {done.id, other.id}
     monkeypatch.setenv("SANDBOX_ACCEPT_STALE_CODE", "1")
     assert costs.finished_ids([done, other, missing], store) == {done.id, other.id}
