@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from sandbox.core.validation import unique_pairs
+
 
 def int_at_least(low: int):
     """An argparse type: an integer ≥ ``low`` (argparse names the option in its message)."""
@@ -101,12 +103,7 @@ class DuplicateKey(ValueError):
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict = {}
-    for key, value in pairs:
-        if key in seen:
-            raise DuplicateKey(f"key {key!r} appears twice in one object; give it once")
-        seen[key] = value
-    return seen
+    return unique_pairs(pairs, lambda key: DuplicateKey(f"key {key!r} appears twice in one object; give it once"))
 
 
 def loads(text: str):

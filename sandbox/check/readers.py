@@ -25,6 +25,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sandbox.core.validation import unique_pairs
+
 #: top-level sections of a verl trainer config (ppo_trainer.yaml, fully_async_ppo_trainer.yaml)
 VERL_ROOTS = ("actor_rollout_ref", "algorithm", "data", "trainer", "critic", "reward_model", "async_training",
               "rollout", "custom_reward_function", "ray_kwargs", "global_profiler", "reward_manager", "hydra",
@@ -87,12 +89,8 @@ def _load(path: Path) -> Any:
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
-    seen: dict = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"config sets key {key!r} twice in one mapping (verl's loader refuses this)")
-        seen[key] = value
-    return seen
+    return unique_pairs(pairs, lambda key: ValueError(
+        f"config sets key {key!r} twice in one mapping (verl's loader refuses this)"))
 
 
 def _loader():

@@ -10,7 +10,7 @@ import dataclasses
 import math
 import numbers
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -188,6 +188,17 @@ def check_field_types(cls: type, kwargs: dict[str, object]) -> None:
             kind = base + (" or None" if optional else "")
             raise ValueError(f"{f.name} must be a {kind}, got {type(value).__name__} {short_repr(value)}")
 
+
+
+def unique_pairs(pairs: list[tuple[str, object]], duplicate: Callable[[str], Exception]) -> dict:
+    """A JSON/YAML object's (key, value) pairs as a dict, raising ``duplicate(key)`` for a key given
+    twice (``json`` would keep the last silently); an ``object_pairs_hook``."""
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise duplicate(key)
+        seen[key] = value
+    return seen
 
 def machine_memory() -> int:
     """Bytes of memory this process may use: the physical memory, or a lower cgroup limit (0 when
