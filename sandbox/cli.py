@@ -143,8 +143,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for figure in figures:
             report = run_sweep(jobs[figure.name], store, backend=args.backend, workers=args.workers,
                                ray_address=args.ray_address, desc=figure.name, announce=False)
-            jobs = f"{report.total} job{'s' if report.total != 1 else ''}"
-            print(f"{figure.name}: {jobs}, {report.skipped} already done, {report.computed} computed, "
+            count = f"{report.total} job{'s' if report.total != 1 else ''}"
+            print(f"{figure.name}: {count}, {report.skipped} already done, {report.computed} computed, "
                   f"{len(report.failed)} failed")
             failed += len(report.failed)
     finally:

@@ -70,3 +70,22 @@ def test_reproduce_prints_the_claim_table(capfd, tmp_path):
     assert "CHECK" in text and "claims passed" in text and "gate.png" in text
     assert "without encryption" not in err  # the kernel listens on IPC sockets, not TCP
     assert all(len(line) <= 120 for line in text.splitlines()[-4:])  # the per-figure lines fit 120 columns
+
+
+def test_sweep_of_several_figures_reports_each(monkeypatch, tmp_path, capsys):
+    """Each named figure's sweep runs and prints its line (the second one crashed: a name was reused)."""
+    import types
+
+    import sandbox.jobs.sweep as sweep_module
+
+    ran = []
+
+    def fake_sweep(jobs, store, **kwargs):
+        ran.append(kwargs["desc"])
+        return types.SimpleNamespace(total=len(jobs), skipped=0, computed=len(jobs), failed={})
+
+    monkeypatch.setattr(sweep_module, "run_sweep", fake_sweep)
+    assert main(["sweep", "gate", "prop1-single-context", "--results", str(tmp_path), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert ran == ["gate", "prop1-single-context"]
+    assert "gate: 1 job, 0 already done, 1 computed, 0 failed" in out and "prop1-single-context: " in out
