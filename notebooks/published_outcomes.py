@@ -18,13 +18,13 @@
 # published (VCPO, Precision-RL, oat, AReaL, M2PO, GAC, VESPO, the mismatch write-ups), mapped to
 # a sandbox experiment by the file's one rule and judged by the rule the file declared before any
 # run (docs/predictions.md). The file is the declaration of every row: its commit (fc80e3a, amended
-# at 02b644e and, for the fidelity only, at 40b4d99) precedes every run.
+# at 02b644e and, for the fidelity only, at 40b4d99, dbfb85b and b22639e) precedes every run.
 #
 # A case **agrees** when its one-sided test in the published direction has p < 0.05; it
 # **disagrees** when the test goes the other way (opposite) or neither way (not reproduced); it is
 # **inconclusive** — counted neither way — when its on-policy control did not learn or collapsed.
-# At the 256-token scales only the controls run (the amendment): a case is inconclusive there when
-# its control does not learn — "does not appear at any size we can run".
+# At the 256-token scales only the controls run, at full fidelity (the amendments): a case is
+# inconclusive there when its control does not learn — "does not appear at any size we can run".
 #
 # Each row's interval is the one its test reads: the conditional odds ratio of collapsing (exact,
 # the inversion of Fisher's test) or the paired t-interval, two-sided at 90% so that each bound is
