@@ -19,7 +19,7 @@ from sandbox.analysis.stability import carried_to_budget
 from sandbox.core.validation import check_choice
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
-from sandbox.jobs.sweep import Job, load_results, run_sweep, unique_jobs
+from sandbox.jobs.sweep import Job, kept_from_env, load_results, run_sweep, unique_jobs
 
 # a notebook kernel or worker started by `sandbox --plugin …` imports the user's plugins too
 import_plugins(plugins_from_env())
@@ -127,7 +127,8 @@ def results(name: str, fidelity: str | None = None, store: ResultsStore | None =
     base = base_seed_from_env()
     jobs = on_device(offset_seeds(figure.jobs(fidelity), base), device_from_env())
     workers = workers or int(os.environ.get("SANDBOX_WORKERS", "1"))
-    report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name)
+    report = run_sweep(jobs, store, workers=workers, progress=progress, desc=name,
+                       accept_stale_code=kept_from_env())  # reproduce's restored committed results
     if not report.ok:
         raise RuntimeError(f"{len(report.failed)} job(s) of {name} failed:\n" + "\n".join(report.failed.values()))
     frame = carried_to_budget(load_results(jobs, store))  # a seed whose job stopped at divergence counts to the end

@@ -220,3 +220,32 @@ def test_reproduce_exits_0_with_fails_1_with_strict_and_1_when_a_figure_cannot_b
     assert main([*args, "--strict"]) == 1
     monkeypatch.setattr(rep, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     assert main(args) == 1 and "ERROR RuntimeError: a bug" in capsys.readouterr().out
+
+
+def test_a_notebook_keeps_the_restored_committed_results_whatever_code_made_them(tmp_path, monkeypatch):
+    """A fresh clone's paper reproduce restores the committed per-seed data and keeps it even where
+    other code made it; the notebook's own sweep must keep it too (it recomputed such jobs)."""
+    import json
+
+    import simulations
+
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f", "notebooks_dir": tmp_path / "nb"}
+    (first,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert first.ok and (tmp_path / "f" / "data" / "gate.parquet").is_file()
+    seen = {}
+    monkeypatch.setattr(rep, "execute_notebook", lambda source, output, env, **k: seen.update(env))
+    rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, rerun=True,
+                  **{**dirs, "results_dir": tmp_path / "fresh"})
+    kept = json.loads(Path(seen["SANDBOX_KEEP"]).read_text())
+    (job,) = simulations.select(["gate"])[0].jobs("paper")
+    assert kept == [job.id]
+    store = ResultsStore(tmp_path / "fresh")  # the restored result, as if other code had made it
+    store.write(job.id, store.read(job.id), store.metadata(job.id), code={"version": "0.0.1", "source": "x"})
+    assert store.state(job.id) == "stale"
+    monkeypatch.setenv("SANDBOX_KEEP", seen["SANDBOX_KEEP"])
+    monkeypatch.setattr("sandbox.jobs.sweep.train_job", lambda **p: (_ for _ in ()).throw(AssertionError("rerun")))
+    frame = simulations.results("gate", "paper", store, workers=1, progress=False)
+    assert len(frame) and store.state(job.id) == "stale"  # kept, not recomputed
+    monkeypatch.setenv("SANDBOX_KEEP", str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match="^SANDBOX_KEEP: .*missing.json"):
+        simulations.results("gate", "paper", store, workers=1, progress=False)

@@ -24,6 +24,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -281,6 +282,22 @@ def _log_verdicts(report: SweepReport, verdicts: dict) -> None:
     if corrupt:
         log.warning("%d stored result(s) are corrupt (%s); recomputing them: %s", len(corrupt),
                     verdicts[corrupt[0]].why, ", ".join(corrupt))
+
+
+def kept_from_env() -> set[str] | None:
+    """The job ids ``$SANDBOX_KEEP`` names (a JSON list file ``sandbox reproduce`` writes for a
+    notebook): restored committed results the notebook's sweep keeps whatever code made them, as
+    reproduce's own sweep does; None without it."""
+    path = os.environ.get("SANDBOX_KEEP")
+    if not path:
+        return None
+    try:
+        ids = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"SANDBOX_KEEP: {path!r} is not a readable JSON list of job ids ({err})") from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"SANDBOX_KEEP: {path!r} must hold a JSON list of job ids")
+    return set(ids)
 
 
 def lock_timeout_from_env() -> float:
