@@ -141,14 +141,11 @@ class RLOO(Advantage):
 
 @register_advantage("dr_grpo")
 @dataclass(frozen=True)
-class DrGRPO(Advantage):
-    """Dr. GRPO: A = R − group mean, no std scaling; pair with aggregation='seq-mean-token-sum-norm'."""
+class DrGRPO(GroupMean):
+    """Dr. GRPO: A = R − group mean, no std scaling; pair with aggregation='seq-mean-token-sum-norm'.
 
-    baseline_from_group = True
-
-    def compute(self, rewards, group, **extras):
-        sums, counts = group_stats(rewards, group)
-        return rewards - sums / counts
+    The same baseline as ``group_mean`` (one implementation), under the name the paper and the
+    reference code use (Liu et al. 2025, "Understanding R1-Zero-like training")."""
 
 
 @register_advantage("confidence")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from sandbox.analysis.stability import stability
+from sandbox.analysis.stats import t_interval
 from sandbox.core.usage import recording
 from sandbox.jobs.fingerprints import static_components
 from sandbox.jobs.store import ResultsStore, job_code
@@ -121,8 +121,8 @@ def _summary(values: np.ndarray) -> str:
         return "nan"
     if values.size == 1 or np.ptp(values) == 0:
         return f"{values[0]:.4g}" + ("" if values.size == 1 else " (every seed)")
-    low, high = stats.t.interval(0.95, values.size - 1, loc=values.mean(), scale=stats.sem(values))
-    return f"{values.mean():.4g} [{low:.4g}, {high:.4g}]"
+    iv = t_interval(values, 0.95)
+    return f"{iv.estimate:.4g} [{iv.low:.4g}, {iv.high:.4g}]"
 
 
 def report(frame: pd.DataFrame, config: RunConfig, run_ids: list[str]) -> str:

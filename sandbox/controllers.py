@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
-from sandbox.core.validation import check_choice, check_range, check_tensor, on_host
+from sandbox.core.validation import NonFiniteError, check_choice, check_range, check_tensor, on_host
 from sandbox.diagnostics import cosine, effective_sample_size_fraction
 from sandbox.estimators.base import PGTerms, sequence_log_ratio
 
@@ -97,7 +97,7 @@ class Controller:
             check_tensor(f"grads[{i}]", g, dtype="float", finite=False)
         flat = flatten_grads(grads, population_shape)
         if on_host(flat) and not bool(torch.isfinite(flat).all()):
-            raise ValueError("grads contain NaN or inf")
+            raise NonFiniteError("grads contain NaN or inf")
         new_flat, new_metrics, skip = self.transform(flat, terms, dict(metrics or {}))
         lr_scale = new_metrics.get("lr_scale", torch.ones(flat.shape[:-1], dtype=flat.dtype, device=flat.device))
         return ControllerOutput(unflatten_grads(new_flat, grads), new_metrics, skip, lr_scale)

@@ -38,6 +38,9 @@ def test_rloo_is_rescaled_group_mean():
 
 def test_dr_grpo_equals_group_mean():
     assert torch.equal(make_advantage("dr_grpo")(R, G), make_advantage("group_mean")(R, G))
+    # one implementation under two names, each keeping its own name (error messages, job keys)
+    assert ADVANTAGES.get("dr_grpo").compute is ADVANTAGES.get("group_mean").compute
+    assert (make_advantage("dr_grpo").name, make_advantage("group_mean").name) == ("dr_grpo", "group_mean")
 
 
 def test_singleton_groups_get_zero():

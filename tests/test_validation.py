@@ -11,7 +11,14 @@ import torch
 
 from sandbox.advantages import make_advantage
 from sandbox.controllers import make_controller
-from sandbox.core.validation import check_choice, check_int, check_range, short_repr
+from sandbox.core.validation import (
+    NonFiniteError,
+    check_choice,
+    check_int,
+    check_range,
+    check_tensor,
+    short_repr,
+)
 from sandbox.envs.mnist import find_test_split
 from sandbox.estimators import make_estimator
 from sandbox.estimators.base import PGTerms
@@ -190,7 +197,7 @@ def test_min_variance_refuses_negative_or_non_finite_weights():
     mv = make_advantage("min_variance")
     with pytest.raises(ValueError, match="^grad_sq_norms must be ≥ 0 everywhere, got a minimum of -1"):
         mv(rewards, group, rho=rho, grad_sq_norms=torch.tensor([1.0, -1.0, 1.0, 1.0]))
-    with pytest.raises(ValueError, match="^grad_sq_norms contains NaN or inf"):
+    with pytest.raises(NonFiniteError, match="^grad_sq_norms contains NaN or inf"):
         mv(rewards, group, rho=rho, grad_sq_norms=torch.tensor([1.0, math.inf, 1.0, 1.0]))
     with pytest.raises(ValueError, match="^rho must be ≥ 0 everywhere"):
         make_advantage("min_variance", weights="rho2")(rewards, group, rho=torch.tensor([1.0, -0.5, 1.0, 1.0]))
@@ -229,3 +236,13 @@ def test_fused_logprob_accepts_numpy_integers():
     plain = fused_logprob(hidden, weight, targets, chunk_size=2, ignore_index=-100, backend="torch")
     numpy = fused_logprob(hidden, weight, targets, chunk_size=np.int64(2), ignore_index=np.int32(-100), backend="torch")
     assert torch.equal(plain, numpy)
+
+
+def test_non_finite_values_raise_a_typed_value_error():
+    # divergence is a type callers can catch (the scorecard's probes count it), still a ValueError
+    assert issubclass(NonFiniteError, ValueError)
+    with pytest.raises(NonFiniteError, match="^x contains NaN or inf"):
+        check_tensor("x", torch.tensor([0.0, math.nan]), dtype="float")
+    with pytest.raises(ValueError, match="must have a float dtype") as err:
+        check_tensor("x", torch.tensor([1]), dtype="float")
+    assert not isinstance(err.value, NonFiniteError)

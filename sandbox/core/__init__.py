@@ -5,9 +5,8 @@ dies with its driver, which both the Ray runtime and the jobs above it start). I
 from the rest of the package."""
 
 from sandbox.core.registry import Registry
-from sandbox.core.rollout import Rollout, single_step_rollout
+from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 
-__all__ = ["EstimatorOutput", "PGTerms", "Registry", "Rollout", "TokenLoss", "derived_generator",
-           "single_step_rollout"]
+__all__ = ["EstimatorOutput", "PGTerms", "Registry", "Rollout", "TokenLoss", "derived_generator"]

@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
@@ -62,38 +61,9 @@ class Rollout:
         check_tensor("version", self.version, dtype="int")
         check_shape("version", self.version, shape, "actions")
 
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        return tuple(self.actions.shape[:-1])
-
     def staleness(self, step: int) -> Tensor:
         """Per-token staleness ``step − version``."""
         return step - self.version
 
     def replace(self, **changes: Any) -> Rollout:
         return dataclasses.replace(self, **changes)
-
-
-def single_step_rollout(
-    obs: Any,
-    actions: Tensor,
-    behavior_logp: Tensor,
-    rewards: Tensor,
-    group: Tensor,
-    version: int,
-    true_behavior_logp: Tensor | None = None,
-    extras: dict[str, Any] | None = None,
-) -> Rollout:
-    """Build a T = 1 rollout from per-sample tensors ``[*P, B]``."""
-    true_logp = behavior_logp if true_behavior_logp is None else true_behavior_logp
-    return Rollout(
-        obs=obs,
-        actions=actions.unsqueeze(-1),
-        mask=torch.ones(*actions.shape, 1, dtype=torch.bool, device=actions.device),
-        behavior_logp=behavior_logp.unsqueeze(-1),
-        true_behavior_logp=true_logp.unsqueeze(-1),
-        rewards=rewards,
-        group=group,
-        version=torch.full((*actions.shape, 1), int(version), dtype=torch.long, device=actions.device),
-        extras=extras or {},
-    )

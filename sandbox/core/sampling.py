@@ -7,9 +7,10 @@ At every position the actor turns the policy's logits z into the distribution it
 and records the log-probability of the drawn token under exactly that distribution — unless a
 friction makes the actor *report* another one (an engine that samples top-p but reports the full
 softmax): ``report_hook`` maps the same (1 − ε)·p + ε/V to the reported distribution, and the
-``reporting()`` twin of a chain returns the reported log-probs with the sampled probabilities. The same
-``SamplingChain`` scores given tokens teacher-forced (``logp``), so a policy's sampler and its
-teacher-forced twin cannot disagree, and ``draw`` is the one inverse-CDF draw.
+``reporting()`` twin of a chain returns the reported log-probs with the sampled probabilities. The
+same ``distribution`` gives the log-probs of given tokens teacher-forced (the teacher-forced scorers
+call it), so a policy's sampler and its teacher-forced twin cannot disagree, and ``draw`` is the one
+inverse-CDF draw.
 """
 
 from __future__ import annotations
@@ -77,10 +78,6 @@ class SamplingChain:
         """The twin whose ``distribution`` returns the *reported* log-probs (same probabilities, so
         the same draws from the same uniforms)."""
         return replace(self, reported=True)
-
-    def logp(self, logits: Tensor, actions: Tensor) -> Tensor:
-        """Teacher-forced log-probs of ``actions [...]`` under the chain, from ``logits [..., V]``."""
-        return self.distribution(logits)[0].gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
 IDENTITY = SamplingChain()

@@ -17,6 +17,11 @@ import torch
 from torch import Tensor
 
 
+class NonFiniteError(ValueError):
+    """A tensor that must be finite holds NaN or ±inf: a diverged computation (a ``ValueError``,
+    so callers that refuse bad input keep refusing it; those that count divergence catch this)."""
+
+
 def on_host(x: Tensor) -> bool:
     """Whether checks of ``x``'s values may ask the host: True for CPU tensors. On an accelerator
     every such check (finiteness, ranges, masks) would stop the host until the device catches up,
@@ -68,7 +73,7 @@ def check_tensor(
                 f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {tuple(x.shape)}"
             )
     if finite and dtype == "float" and not all_finite(x):
-        raise ValueError(f"{name} contains NaN or inf values; all entries must be finite")
+        raise NonFiniteError(f"{name} contains NaN or inf values; all entries must be finite")
     return x
 
 

@@ -58,6 +58,7 @@ class Landmine(Friction):
 
     replaces_rows: ClassVar[bool] = True
 
+    strength = "p_bug"
     p_bug: float = 0.0  # strength: probability a row is overridden, in [0, 1]
     override_prob: float = 1.0  # the probability the actor reports for the forced answer, in (0, 1]
     penalty_mean: float = 0.0
@@ -104,15 +105,12 @@ class LogitNoise(Friction):
     """The sampler adds σ·z to its logits (the learner does not); z ~ N(0, 1) fixed per run
     (one value per vocabulary entry) or fresh at every call. The actor reports what it sampled from."""
 
+    strength = "sigma"
     sigma: float = 0.0  # strength, ≥ 0
     fresh: bool = False
 
     def __post_init__(self) -> None:
         check_range("sigma", self.sigma, low=0.0)
-
-    @property
-    def active(self) -> bool:
-        return self.sigma > 0
 
     def actor_logits(self, logits, ctx, generator):
         if self.fresh:
@@ -137,6 +135,7 @@ def fake_quantize(w: Tensor, bits: int, population_dims: int = 0) -> Tensor:
 class QuantizedSampler(Friction):
     """The actor's parameters are fake-quantised to ``bits`` bits (symmetric per tensor); 0 = off."""
 
+    strength = "bits"
     bits: int = 0  # 0 (off) or 2..16
     population_dims: int = 1  # leading population axes of the parameters
 
@@ -145,10 +144,6 @@ class QuantizedSampler(Friction):
         if self.bits != 0:
             check_int("bits", self.bits, low=2, high=16)
         check_int("population_dims", self.population_dims, low=0)
-
-    @property
-    def active(self) -> bool:
-        return self.bits > 0
 
     def actor_params(self, params, ctx):
         return [fake_quantize(p, self.bits, self.population_dims) for p in params]
@@ -160,14 +155,11 @@ class EpsilonRandom(Friction):
     """With probability ε the actor draws a uniform token; it records the mixture's log-prob
     log((1 − ε)·π + ε/V)."""
 
+    strength = "eps"
     eps: float = 0.0  # strength, in [0, 1]
 
     def __post_init__(self) -> None:
         check_range("eps", self.eps, low=0.0, high=1.0)
-
-    @property
-    def active(self) -> bool:
-        return self.eps > 0
 
     def actor_probs(self, probs, ctx):
         return (1 - self.eps) * probs + self.eps / probs.shape[-1]

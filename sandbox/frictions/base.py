@@ -9,8 +9,8 @@ stack is one pipeline, from the version the actor samples with to what the learn
            → override (replace rows: landmine, rare discovery) → reward (corruption)
            → admit (the schedule's admission: pace, drop or mask what is staler than its budget)
 
-Each friction is a frozen dataclass with a *strength* field that sweeps can vary; strength 0 is
-the identity, bit for bit. ``behavior_logp`` is what the actor reports, ``true_logp`` what it
+Each friction is a frozen dataclass with a *strength* field that sweeps can vary, named by its
+``strength`` class attribute; strength 0 (its ``identity``) is the identity, bit for bit. ``behavior_logp`` is what the actor reports, ``true_logp`` what it
 really sampled from; bugs may make them differ.
 """
 
@@ -82,11 +82,20 @@ class Friction:
     #: frictions that continue a sequence with newer weights: the actor calls their ``sample`` with a
     #: version → parameters lookup instead of the task's sampler (``sandbox.frictions.partial``)
     resumes_versions: ClassVar[bool] = False
+    #: the field that holds the friction's strength (``strength = "p"``); None: always active
+    strength: ClassVar[str | None] = None
+    #: the strength at which the friction is the identity (``chunks = 1`` for partial rollouts)
+    identity: ClassVar[float] = 0
 
     @property
     def active(self) -> bool:
-        """False when the friction's strength is 0 (identity)."""
-        return True
+        """False when the ``strength`` field is at its ``identity`` value: the stack then skips the
+        friction, so it changes no number and draws nothing (a friction whose identity is not one
+        field's value overrides this). A dataclass field called ``strength`` is its own strength."""
+        if self.strength is None:
+            return True
+        value = getattr(self, self.strength) if isinstance(self.strength, str) else self.strength
+        return value != self.identity
 
     def actor_params(self, params: Sequence[Tensor], ctx: FrictionContext) -> list[Tensor]:
         return list(params)

@@ -20,14 +20,11 @@ class RareDiscovery(Friction):
 
     replaces_rows: ClassVar[bool] = True
 
+    strength = "p_disc"
     p_disc: float = 0.0  # strength, in [0, 1]
 
     def __post_init__(self) -> None:
         check_range("p_disc", self.p_disc, low=0.0, high=1.0)
-
-    @property
-    def active(self) -> bool:
-        return self.p_disc > 0
 
     def override(self, sample, ctx, generator, policy_logp=None):
         if ctx.correct_actions is None:

@@ -33,14 +33,11 @@ class PartialRollouts(Friction):
 
     resumes_versions: ClassVar[bool] = True
 
+    strength, identity = "chunks", 1
     chunks: int = 1  # strength: number of chunks (≤ versions) per answer, ≥ 1; 1 = off
 
     def __post_init__(self) -> None:
         check_range("chunks", self.chunks, low=1)
-
-    @property
-    def active(self) -> bool:
-        return self.chunks > 1
 
     def chunk_versions(self, started: int, latest: int) -> list[int]:
         """v_j = v + round(j·(t − v)/(k − 1)) for j < k: from the start version to the newest."""

@@ -16,14 +16,11 @@ class BernoulliReward(Friction):
     """With probability p the reward becomes the task's min or max (50/50)."""
 
     kind = "reward"
+    strength = "p"
     p: float = 0.0  # strength, in [0, 1]
 
     def __post_init__(self) -> None:
         check_range("p", self.p, low=0.0, high=1.0)
-
-    @property
-    def active(self) -> bool:
-        return self.p > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
         hit = (torch.rand(rewards.shape, generator=generator) < self.p).to(rewards.device)
@@ -39,14 +36,11 @@ class GaussianReward(Friction):
     """Additive reward noise σ·N(0, 1)."""
 
     kind = "reward"
+    strength = "sigma"
     sigma: float = 0.0  # strength, ≥ 0
 
     def __post_init__(self) -> None:
         check_range("sigma", self.sigma, low=0.0)
-
-    @property
-    def active(self) -> bool:
-        return self.sigma > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
         return rewards + self.sigma * torch.randn(rewards.shape, generator=generator, dtype=rewards.dtype).to(rewards.device)
@@ -60,14 +54,11 @@ class LabelFlip(Friction):
 
     kind = "reward"
     needs_label_reward = True  # only a task whose reward is 1[a = y] (``Task.label_reward``; RunConfig checks)
+    strength = "p"
     p: float = 0.0  # strength, in [0, 1]
 
     def __post_init__(self) -> None:
         check_range("p", self.p, low=0.0, high=1.0)
-
-    @property
-    def active(self) -> bool:
-        return self.p > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
         if ctx.correct_actions is None:
@@ -87,15 +78,12 @@ class PoisonToken(Friction):
 
     kind = "reward"
     token: int = 0  # the poisoned token id, ≥ 0
+    strength = "penalty"
     penalty: float = 0.0  # strength, ≥ 0
 
     def __post_init__(self) -> None:
         check_int("token", self.token, low=0)
         check_range("penalty", self.penalty, low=0.0)
-
-    @property
-    def active(self) -> bool:
-        return self.penalty > 0
 
     def reward(self, rewards, sample, ctx, generator, replaced):
         hit = (sample.actions == self.token).any(-1).to(rewards.dtype)

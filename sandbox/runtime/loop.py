@@ -21,8 +21,6 @@ a log point finds every member diverged, and what diverged is logged at log poin
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import math
 import os
@@ -40,12 +38,14 @@ from sandbox.advantages import make_advantage
 from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
+from sandbox.core.terms import EstimatorOutput, PGTerms
 from sandbox.core.validation import on_host
 from sandbox.diagnostics import cosine, token_entropy
 from sandbox.estimators import make_estimator
 from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
+from sandbox.runtime.frames import config_columns, labelled, metrics_only  # noqa: F401 (here for their callers)
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
 from sandbox.runtime.learner import learner_loss, learner_terms
 from sandbox.runtime.optim import PopulationOptimizer
@@ -118,36 +118,70 @@ class ActorLearner:
 
     # ------------------------------------------------------------------ learner
     def update(self, step: int, rollout: Rollout, diagnostics: bool = False) -> dict[str, Tensor]:
-        """One learner step on ``rollout``; returns per-member metrics ``[S]``."""
-        S, device = self.population, self.device
+        """One learner step on ``rollout``, admit → loss → guard → control → step; returns
+        per-member metrics ``[S]``."""
+        rollout, waiting, dropped_frac = self.admit(step, rollout)
+        if rollout is None:  # every member waits: no loss, no optimiser step
+            return {"prompts_dropped_frac": dropped_frac}
+        terms, out, grads = self.loss(step, rollout)
+        flat, grad_norm = self.guard(grads)
+        metrics = self._gradient_metrics(step, rollout, out.metrics, flat, grad_norm, diagnostics)
+        if dropped_frac is not None:
+            metrics["prompts_dropped_frac"] = dropped_frac
+        grads, lr_scale, skip = self.control(flat, grads, terms, metrics, waiting)
+        self.step(grads, lr_scale, skip)
+        return metrics
+
+    def admit(self, step: int, rollout: Rollout) -> tuple[Rollout | None, Tensor, Tensor | None]:
+        """Quarantine diverged members' rows, then the schedule's admission: (the rollout to learn
+        from — None when every member waits —, the members that wait ``[S]``, the running fraction
+        of prompts dropped ``[S]`` or None without an admission rule)."""
+        S = self.population
         rollout = self._quarantine(rollout)
         admitted, dropped = self.frictions.admit(rollout, step)
-        waiting = torch.zeros(S, dtype=torch.bool, device=device)
-        if dropped is not None:  # admission: a member with no admitted token waits (no optimiser step)
-            self._admission = (self._admission[0] + dropped, self._admission[1] + 1)
-            dropped_frac = self._admission[0] / self._admission[1]
-            waiting = ~admitted.mask.reshape(S, -1).any(-1)
-            if bool(waiting.all()):
-                return {"prompts_dropped_frac": dropped_frac}
-            # the waiting members' gradients are computed on their whole batch and not applied
-            keep = waiting.reshape(S, *([1] * (rollout.mask.ndim - 1)))
-            rollout = admitted.replace(mask=torch.where(keep, rollout.mask, admitted.mask))
+        waiting = torch.zeros(S, dtype=torch.bool, device=self.device)
+        if dropped is None:
+            return rollout, waiting, None
+        # admission: a member with no admitted token waits (no optimiser step)
+        self._admission = (self._admission[0] + dropped, self._admission[1] + 1)
+        dropped_frac = self._admission[0] / self._admission[1]
+        waiting = ~admitted.mask.reshape(S, -1).any(-1)
+        if bool(waiting.all()):
+            return None, waiting, dropped_frac
+        # the waiting members' gradients are computed on their whole batch and not applied
+        keep = waiting.reshape(S, *([1] * (rollout.mask.ndim - 1)))
+        return admitted.replace(mask=torch.where(keep, rollout.mask, admitted.mask)), waiting, dropped_frac
+
+    def loss(self, step: int, rollout: Rollout) -> tuple[PGTerms, EstimatorOutput, list[Tensor]]:
+        """The estimator's loss on ``rollout`` (the one learner call) and its gradient per parameter
+        (zeros for a parameter the loss does not use)."""
         terms, out = learner_loss(self.task, self.estimator, self.params, rollout, self.advantage,
                                   derived_generator(self.config.seed, "estimator", step), self.recompute_proximal)
         grads = list(torch.autograd.grad(out.loss, self.params, allow_unused=True))
-        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
-        flat = flatten_grads(grads, (S,))
+        return terms, out, [torch.zeros_like(p) if g is None else g for p, g in zip(self.params, grads)]
+
+    def guard(self, grads: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+        """The flat gradient ``[S, n]`` and its norm ``[S]``; a member whose gradient holds a NaN or
+        inf has diverged: it is frozen and its gradient zeroed, so the others' update goes on."""
+        flat = flatten_grads(grads, (self.population,))
         grad_norm = flat.norm(dim=-1)
         finite = torch.isfinite(grad_norm)  # a NaN or inf anywhere in a member's gradient shows in its norm
         if _maybe(~finite):
             self._mark_diverged(~finite)
             flat = torch.where(finite.unsqueeze(-1), flat, torch.zeros_like(flat))
             grad_norm = torch.where(finite, grad_norm, torch.zeros_like(grad_norm))
-        metrics: dict[str, Tensor] = {k: v.detach().reshape(-1).expand(S) for k, v in out.metrics.items()}
+        return flat, grad_norm
+
+    def _gradient_metrics(self, step: int, rollout: Rollout, estimator_metrics: dict[str, Tensor], flat: Tensor,
+                          grad_norm: Tensor, diagnostics: bool) -> dict[str, Tensor]:
+        """The estimator's metrics, the gradient's norm and cosine to the last one, the rollout's
+        staleness and (with ``diagnostics``) the task's update diagnostics, each ``[S]``."""
+        S = self.population
+        metrics: dict[str, Tensor] = {k: v.detach().reshape(-1).expand(S) for k, v in estimator_metrics.items()}
         metrics["grad_norm"] = grad_norm
         metrics["cos_consecutive"] = (
             cosine(flat, self._previous_grad) if self._previous_grad is not None
-            else torch.full((S,), math.nan, device=device)
+            else torch.full((S,), math.nan, device=self.device)
         )
         self._previous_grad = flat.detach().clone()
         staleness = (step - rollout.version).to(torch.float64).reshape(S, -1)
@@ -160,12 +194,17 @@ class ActorLearner:
                 metrics.update(self.task.update_diagnostics(
                     self.params, rollout, flat, self.estimator,
                     terms_of=lambda params, r, advantage: learner_terms(self.task, params, r, advantage, None, False)))
+        return metrics
 
+    def control(self, flat: Tensor, grads: list[Tensor], terms: PGTerms, metrics: dict[str, Tensor],
+                waiting: Tensor) -> tuple[list[Tensor], Tensor, Tensor]:
+        """The controllers in order on the guarded gradient ``flat``: (the gradient to apply, its
+        learning-rate scale ``[S]``, the members that skip the step ``[S]``); their metrics and the
+        applied update's norm and cosine to the last applied one go into ``metrics``."""
+        S = self.population
         grads = unflatten_grads(flat, grads)
-        lr_scale = torch.ones(S, dtype=flat.dtype, device=device)
+        lr_scale = torch.ones(S, dtype=flat.dtype, device=self.device)
         skip = waiting
-        if dropped is not None:
-            metrics["prompts_dropped_frac"] = dropped_frac
         for controller in self.controllers:
             ctrl = controller.step(grads, terms, metrics, population_shape=(S,))
             grads, lr_scale, skip = ctrl.grads, lr_scale * ctrl.lr_scale, skip | ctrl.skip
@@ -174,11 +213,16 @@ class ActorLearner:
         metrics["update_norm"] = applied.norm(dim=-1)
         metrics["cos_consecutive_update"] = (
             cosine(applied, self._previous_update) if self._previous_update is not None
-            else torch.full((S,), math.nan, device=device)
+            else torch.full((S,), math.nan, device=self.device)
         )
         self._previous_update = torch.where(skip.unsqueeze(-1), self._previous_update, applied) \
             if self._previous_update is not None else applied.detach().clone()
+        return grads, lr_scale, skip
 
+    def step(self, grads: Sequence[Tensor], lr_scale: Tensor, skip: Tensor) -> None:
+        """The optimiser step of the active members that do not skip; a member whose parameters
+        become non-finite is put back to its parameters before the step and frozen."""
+        S = self.population
         before = [p.detach().clone() for p in self.params]
         self.optimizer.step(self.params, grads, (S,), lr_scale, self.active & ~skip)
         bad = ~torch.isfinite(sum(p.detach().reshape(S, -1).sum(-1) for p in self.params))
@@ -187,7 +231,6 @@ class ActorLearner:
                 for p, b in zip(self.params, before):
                     p.copy_(torch.where(bad.reshape(S, *([1] * (p.ndim - 1))), b, p))
             self._mark_diverged(bad)
-        return metrics
 
     def _quarantine(self, rollout: Rollout) -> Rollout:
         """A member whose rollout holds a non-finite reward or behaviour log-prob has diverged: it
@@ -337,38 +380,7 @@ def run_device(config: RunConfig) -> torch.device:
     return device
 
 
-def config_columns(config: RunConfig) -> dict[str, object]:
-    """The run's config as flat columns (bsuite style): scalar fields by name, dict fields flattened
-    as ``field.key`` (``task_kwargs.K``, ``staleness.D``), lists and nested values as JSON."""
-    columns: dict[str, object] = {}
-    for key, value in config.to_dict().items():
-        if key == "label":
-            continue
-        items = value.items() if isinstance(value, dict) else [(None, value)]
-        for sub, v in items:
-            name = key if sub is None else f"{key}.{sub}"
-            columns[name] = v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)
-    return columns
-
-
-def metrics_only(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` without its config columns, run id and wall time: the numbers two runs of different
-    configs can be compared on (e.g. D = 0 against the synchronous loop, bit for bit)."""
-    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"seed"}
-    drop = [c for c in frame.columns if c.split(".")[0] in fields or c in ("run_id", "wall_time")]
-    return frame.drop(columns=drop).reset_index(drop=True)
-
-
 def train(config: RunConfig, progress: bool = False) -> pd.DataFrame:
     """Run ``config`` and return one row per (logged step, member) with its metrics and, as columns,
     every config field (so analyses select runs by field, never by parsing labels)."""
     return labelled(ActorLearner(config).run(progress=progress), config)
-
-
-def labelled(frame: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
-    """Prefix a run's rows with its run id and label and append its config columns."""
-    frame.insert(0, "run_id", config.run_id)
-    frame.insert(1, "label", config.label or config.estimator)
-    extra = {k: v for k, v in config_columns(config).items() if k not in frame.columns}
-    return pd.concat([frame, pd.DataFrame({k: [v] * len(frame) for k, v in extra.items()}, index=frame.index)],
-                     axis=1)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
 from sandbox.analysis.stats import Interval, bootstrap_ci, iqm
+from sandbox.analysis.stats import t_interval as student_t
 
 T_BELOW = 10  # seeds below which a cell's interval is Student-t
 
@@ -36,14 +36,15 @@ def _check_confidence(confidence: float) -> None:
 
 
 def t_interval(x, confidence: float = 0.95, bounds: tuple[float, float] = (-np.inf, np.inf)) -> Interval:
-    """mean ± t_{n−1, (1+c)/2}·s/√n, clipped to ``bounds``; one value gives the whole range."""
+    """mean ± t_{n−1, (1+c)/2}·s/√n (``sandbox.analysis.stats.t_interval``), clipped to ``bounds``;
+    one value gives the whole range."""
     _check_confidence(confidence)
     (data,) = _groups("x", [x])
     mean = float(data.mean())
     if data.size == 1:
         return Interval(mean, bounds[0], bounds[1], confidence, 1)
-    half = stats.t.ppf((1 + confidence) / 2, data.size - 1) * data.std(ddof=1) / np.sqrt(data.size)
-    return Interval(mean, float(max(bounds[0], mean - half)), float(min(bounds[1], mean + half)), confidence,
+    iv = student_t(data, confidence)
+    return Interval(iv.estimate, float(max(bounds[0], iv.low)), float(min(bounds[1], iv.high)), confidence,
                     int(data.size))
 
 

@@ -41,6 +41,40 @@ def test_strength_zero_is_identity_bit_for_bit(name):
     assert _run().equals(_run([(name, ZERO[name])]))
 
 
+def test_active_follows_the_declared_strength_field():
+    # a friction that names its strength field needs no ``active`` of its own (the README's example)
+    from dataclasses import dataclass
+
+    from sandbox.frictions import Friction
+
+    @dataclass(frozen=True)
+    class Halved(Friction):
+        kind = "reward"
+        strength = "p"
+        p: float = 0.0
+
+    assert not Halved().active and Halved(p=0.2).active and not FrictionStack([Halved()])
+    assert Friction().active  # no strength field declared: always on
+
+    @dataclass(frozen=True)
+    class Named(Friction):
+        strength: float = 0.0  # a field called ``strength`` is its own strength
+
+    assert not Named().active and Named(strength=0.5).active
+    declared = [n for n in FRICTIONS.names() if FRICTIONS.get(n).strength is not None]
+    assert {"bernoulli_reward", "partial_rollouts", "quantized", "rare_discovery"} <= set(declared)
+    for name in declared:
+        cls = FRICTIONS.get(name)
+        assert not make_friction(name, **{cls.strength: cls.identity}).active, name
+        assert make_friction(name, **STRONG[name]).active, name
+
+
+STRONG = {"landmine": {"p_bug": 0.3}, "logit_noise": {"sigma": 0.5}, "quantized": {"bits": 4},
+          "eps_random": {"eps": 0.2}, "bernoulli_reward": {"p": 0.3}, "gaussian_reward": {"sigma": 0.3},
+          "label_flip": {"p": 0.3}, "poison_token": {"penalty": 0.5}, "rare_discovery": {"p_disc": 0.3},
+          "partial_rollouts": {"chunks": 2}}
+
+
 def _batch(frictions, n=20000, K=5, seed=0, z=None):
     task = Bandit(N=1, K=K, batch_size=n, population=1, dtype="float64", frictions=FrictionStack(frictions))
     task.init_params(derived_generator(seed, "init"))

@@ -82,3 +82,25 @@ def test_run_config_validation_and_roundtrip():
         RunConfig.from_dict({"stepz": 3})
     with pytest.raises(ValueError, match="unknown task 'nope'"):
         train(RunConfig(task="nope"))
+
+
+def test_update_is_its_named_steps_in_order():
+    # admit → loss → guard → control → step, called one by one, give update's numbers bit for bit
+    from sandbox.runtime.loop import ActorLearner
+
+    config = RunConfig(task="bandit", task_kwargs=BANDIT, estimator="tis", advantage="grpo", lr=0.1,
+                       controllers=(("gac", {}),), staleness={"kind": "fixed", "D": 1}, steps=3)
+    whole, parts = ActorLearner(config), ActorLearner(config)
+    for step in range(3):
+        expected = whole.update(step, whole.rollout(step))
+        whole.after_update(step + 1)
+        rollout, waiting, dropped = parts.admit(step, parts.rollout(step))
+        terms, out, grads = parts.loss(step, rollout)
+        flat, grad_norm = parts.guard(grads)
+        metrics = parts._gradient_metrics(step, rollout, out.metrics, flat, grad_norm, False)
+        parts.step(*parts.control(flat, grads, terms, metrics, waiting))
+        parts.after_update(step + 1)
+        assert dropped is None and metrics.keys() == expected.keys()
+        for key in expected:
+            torch.testing.assert_close(metrics[key], expected[key], rtol=0, atol=0, equal_nan=True)
+        assert all(torch.equal(a, b) for a, b in zip(whole.params, parts.params))

@@ -112,11 +112,12 @@ class RefusingPG(Estimator):
     the test that needs it, so that no other test meets it in the registry."""
 
     def token_loss(self, t: PGTerms):
-        raise ValueError("probe_refusing_pg refuses every batch")
+        raise ValueError("probe_refusing_pg refuses every batch (as if its settings held NaN or inf)")
 
 
 def test_an_estimator_error_other_than_non_finite_input_is_raised():
-    """Only non-finite inputs count as divergence; any other refusal is an error, not a score of 0."""
+    """Only non-finite inputs (the type ``NonFiniteError``, whatever a message says) count as
+    divergence; any other refusal is an error, not a score of 0."""
     register_estimator("probe_refusing_pg")(RefusingPG)
     try:
         cell = {**CELL, "seeds": 1}

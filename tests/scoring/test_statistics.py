@@ -28,6 +28,18 @@ def test_t_interval_by_hand():
     assert cell_interval([0.3]).low == 0 and cell_interval([0.3]).high == 1  # one seed: no information
 
 
+def test_the_scorecard_t_interval_is_the_analysis_one_clipped():
+    # one Student-t interval in the package: the scorecard's clips sandbox.analysis.stats.t_interval
+    from sandbox.analysis.stats import t_interval as student_t
+
+    rng = np.random.default_rng(3)
+    for x in (rng.random(4), rng.normal(size=9) * 1e3, np.array([0.0, 1.0, 1.0])):
+        ref, iv = student_t(x), t_interval(x)
+        assert (iv.estimate, iv.low, iv.high, iv.n) == (ref.estimate, ref.low, ref.high, ref.n)
+        clipped = t_interval(x, bounds=(0.0, 1.0))
+        assert (clipped.low, clipped.high) == (max(0.0, ref.low), min(1.0, ref.high))
+
+
 def test_cell_interval_switches_to_the_bootstrap_at_ten_seeds():
     x = np.linspace(0.4, 0.6, 10)
     iv = cell_interval(x)
