@@ -12,7 +12,9 @@ The registry module may publish ``published() -> {(figure, claim-name pattern): 
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
 ``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
 ``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (reference
-behaviour, budget, or genuine), printed beside each FAIL — a FAIL without one is flagged.
+behaviour, budget, or genuine), printed beside each FAIL. A claim whose test states its own cause,
+decided by code declared before its data (its detail ends "; cause: SENTENCE", as each case of
+published-outcomes does), shows that sentence where no entry names it; a FAIL without either is flagged.
 
 Totals count evidence and sanity checks apart: a sanity check (an identity, a closed form) cannot
 fail unless the code is wrong, so it is never evidence. Each figure's row links its per-seed data
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from sandbox.analysis.claims import load_claims
+from sandbox.analysis.claims import Claim, load_claims
 from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
 
@@ -45,6 +47,14 @@ def _published(published: dict, figure: str, claim: str) -> str:
 
 #: what CLAIMS.md says beside a FAIL whose cause nobody has stated yet (tests look for it)
 NO_CAUSE = "**cause not stated**"
+#: how a claim's detail states its own cause (the text after it, to the end)
+STATED_CAUSE = "; cause: "
+
+
+def _cause(causes: dict, figure: str, claim: Claim) -> str:
+    """Why a FAIL fails: the registry's sentence for it, else the one its detail states, else NO_CAUSE."""
+    own = claim.detail.split(STATED_CAUSE, 1)[1].strip() if STATED_CAUSE in (claim.detail or "") else ""
+    return _published(causes, figure, claim.name) or own or NO_CAUSE
 
 
 def _hours(seconds: float) -> str:
@@ -181,7 +191,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
         for c in claims:
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
-            cause = (_published(causes, figure.name, c.name) or NO_CAUSE) if c.verdict == "FAIL" else ""
+            cause = _cause(causes, figure.name, c) if c.verdict == "FAIL" else ""
             test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "")
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
                               f"{_cell(test)} | **{c.verdict}** | {_cell(cause)} | "

@@ -119,6 +119,16 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "genuine in this setting: at D = 64 no seed diverges (0 of 30), staleness only slows learning "
         "(+0.037 over sync), and the ESS-scaled step multiplies the step by √(ESS/B) = 0.87 on average "
         "(ess-step-shrinks holds), which slows it further: +0.048 in mean error over the uncorrected stale run.",
+    ("early-warning", "auc-cos_consecutive"):
+        "genuine here: over 32 collapsed and 784 calm runs the consecutive-gradient cosine is no higher in "
+        "the 50 steps before a collapse than elsewhere (AUC 0.48 [0.44, 0.52]); first suspect: staleness "
+        "raises it whether or not a run collapses (async-signatures: +0.16 at D = 64), so its level marks "
+        "stale runs, not the ones about to fail.",
+    ("early-warning", "auc-meanISweightoutside*"):
+        "genuine here: the batch mean of π/μ stays inside [0.5, 2] almost always — the alarm is on at "
+        "0.36% of the steps with no collapse ahead (mean over runs), and its AUC is 0.50 [0.498, 0.504] — while the largest "
+        "token log-ratio does separate (|log ratio| max: AUC 0.83 [0.77, 0.88], reported): a mean near 1 "
+        "hides the extreme tokens.",
     ("mnist-learning", "dg-closes-half-the-gap"):
         "genuine, on the boundary: DG closes about half of PG's gap to CE (median fraction 0.53 [0.29, 0.81] "
         "over 10 seeds), which is what the paper's 'roughly half' says, but 'at least half' is not shown "

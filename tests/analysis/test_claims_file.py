@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from sandbox.analysis.claims import ClaimBook
+from sandbox.analysis.stats import Interval
 from sandbox.claims_file import claims_markdown
 
 
@@ -85,3 +86,11 @@ def test_a_fail_says_why_and_a_figure_links_its_data(tmp_path):
     rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| `fig-a` |")}
     assert "the reference code fails it too" in rows["DG below PG"] and NO_CAUSE in rows["DG below PMPO"]
     assert "[data](data/fig-a.parquet)" in text
+    # a claim whose test states its own cause (declared code, as published-outcomes' cases) shows it
+    book.holds("case-1", "A collapses, B does not", Interval(1.0, 0.0, 2.0, n=8), False,
+               "verdict disagree; 0/8 vs 0/8; cause: no seed collapsed at this scale")
+    text = claims_markdown([SimpleNamespace(name="fig-a")], "paper", results, data_dir=data,
+                           causes={("fig-a", "dg-below-pg"): "the reference code fails it too (reference behaviour)"})
+    rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| `fig-a` |")}
+    assert "| no seed collapsed at this scale |" in rows["A collapses, B does not"]
+    assert NO_CAUSE in rows["DG below PMPO"]
