@@ -278,13 +278,13 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
             env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
                    "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
                    "SANDBOX_WORKERS": str(workers or 1), "SANDBOX_BASE_SEED": str(base_seed)}
+            source = figure.notebook_path()
+            key = notebook_key(source, jobs, store, env, notebook_code(registry))
             if committed:  # the notebook's own sweep keeps the restored committed results, as ours did
                 kept = record.with_name(record.name.removesuffix(".json") + ".kept.json")
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 kept.write_text(json.dumps(sorted({j.id for j in jobs} & committed)))
-                env["SANDBOX_KEEP"] = str(kept.resolve())
-            source = figure.notebook_path()
-            key = notebook_key(source, jobs, store, env, notebook_code(registry))
+                env["SANDBOX_KEEP"] = str(kept.resolve())  # not in the key: the stored results it names are
             cached = None if rerun else _cached(record, key, claims_path, figures_dir)
             if cached is None:
                 claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
