@@ -284,7 +284,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                 kept = record.with_name(record.name.removesuffix(".json") + ".kept.json")
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 kept.write_text(json.dumps(sorted({j.id for j in jobs} & committed)))
-                env["SANDBOX_KEEP"] = str(kept.resolve())  # not in the key: the stored results it names are
+                env["SANDBOX_KEEP"] = str(kept.resolve())  # not in the key, which holds those results already
             cached = None if rerun else _cached(record, key, claims_path, figures_dir)
             if cached is None:
                 claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
