@@ -17,6 +17,7 @@ import pytest
 import sandbox.reproduce as rep
 from sandbox.jobs.store import ResultsStore, read_record, write_record
 from sandbox.jobs.sweep import Job
+from tests.reliability.test_processes import terminal_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -120,7 +121,7 @@ def test_the_ray_address_reaches_the_sweep(tmp_path, monkeypatch):
 def test_ctrl_c_during_a_notebook_stops_everything_and_keeps_finished_results(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "sandbox.cli", "reproduce", "gate", "prop1-single-context",
                              "--workers", "1", "--results", "r", "--figures", "f"], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(iter(lambda: proc.stderr.read(1), "")), daemon=True)
     reader.start()

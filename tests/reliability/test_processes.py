@@ -47,9 +47,16 @@ def wait_for(condition, seconds: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def terminal_sigint() -> None:
+    """In the child before exec: Ctrl-C as at a terminal. A test process may have SIGINT ignored (an
+    ignored signal is inherited through exec, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def driver(results: Path, *args: str, **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.reliability.jobs", str(results), *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=terminal_sigint, **popen)
 
 
 def test_an_oom_killed_worker_costs_one_job_not_the_sweep(tmp_path):
