@@ -22,16 +22,11 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import textwrap
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from sandbox.analysis import claim_audit, figure_data
 from sandbox.analysis.claim_table import format_claims, read_claims
@@ -41,9 +36,11 @@ from sandbox.claims_file import CLAIMS_JSON, write_claims_file, write_claims_jso
 from sandbox.core.plugins import entry_points_of
 from sandbox.jobs.costs import announce
 from sandbox.jobs.devices import device_from_env, on_device
+from sandbox.jobs.fingerprints import shared_fingerprints
 from sandbox.jobs.seeds import offset_seeds
 from sandbox.jobs.store import ResultsStore, read_record, write_record
 from sandbox.jobs.sweep import Job, run_sweep, unique_jobs
+from sandbox.notebooks import execute_notebook, execute_notebooks
 from sandbox.reproduce_costs import figures_plan, record_paths
 
 log = logging.getLogger(__name__)
@@ -54,6 +51,8 @@ FIGURES_DIRS = {"quick": Path("figures") / "quick", "paper": Path("paper_figures
 CLAIMS_FILE_FIDELITIES = ("paper",)
 #: settings a notebook receives that name places, not inputs: left out of its execution key
 PLACES = ("SANDBOX_RESULTS", "SANDBOX_FIGURES", "SANDBOX_CLAIMS", "SANDBOX_WORKERS")
+#: notebooks run side by side, one per core at most (each in its own kernel process)
+CPUS = os.cpu_count() or 1
 
 @dataclass
 class FigureOutcome:
@@ -87,79 +86,6 @@ def default_figures_dir(fidelity: str) -> Path:
     if fidelity not in FIGURES_DIRS:
         raise ValueError(f"fidelity must be one of {list(FIGURES_DIRS)}, got {fidelity!r}")
     return Path(os.environ.get("SANDBOX_FIGURES") or FIGURES_DIRS[fidelity])
-
-
-@contextmanager
-def _environ(env: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _kernel_manager(folder: str):
-    """A kernel on IPC sockets in ``folder`` where the OS has them (no "TCP without encryption"
-    warning, nothing listening on the network), TCP elsewhere."""
-    from jupyter_client.manager import KernelManager
-
-    if os.name == "posix":
-        return KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
-    return KernelManager(kernel_name="python3")
-
-
-def execute_notebook(source: Path, output: Path | None, env: dict[str, str], timeout: int = 3600,
-                     progress: bool = True) -> None:
-    """Execute a jupytext ``.py`` notebook in a fresh kernel whose environment includes ``env``.
-
-    The client runs in a helper thread, so that Ctrl-C reaches this one at once: the kernel is
-    shut down and ``KeyboardInterrupt`` raised (never reported as a failing cell)."""
-    import jupytext
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    source = Path(source)
-    if not source.is_file():
-        raise ValueError(f"notebook {source} does not exist")
-    notebook = jupytext.read(source)
-    cells = sum(cell.cell_type == "code" for cell in notebook.cells)
-    bar = tqdm(total=cells, desc=f"{source.stem} notebook", unit="cell", disable=not progress, leave=False)
-    failure: list[BaseException] = []
-    with tempfile.TemporaryDirectory(prefix="sandbox-kernel-") as folder, _environ(env):
-        km = _kernel_manager(folder)
-        client = NotebookClient(notebook, km=km, timeout=timeout, resources={"metadata": {"path": str(source.parent.parent)}},
-                                on_cell_executed=lambda **_: bar.update())
-
-        def run() -> None:
-            try:
-                client.execute(cleanup_kc=True)  # we own the kernel manager: shut the kernel down
-            except BaseException as err:  # handed to the main thread
-                failure.append(err)
-
-        thread = threading.Thread(target=run, name=f"notebook {source.stem}", daemon=True)
-        thread.start()
-        try:
-            while thread.is_alive():
-                thread.join(0.2)
-        except KeyboardInterrupt:
-            if km.has_kernel:
-                km.shutdown_kernel(now=True)
-            raise
-        finally:
-            bar.close()
-            if output is not None:
-                output.parent.mkdir(parents=True, exist_ok=True)
-                jupytext.write(notebook, output, fmt="ipynb")
-    if failure:
-        err = failure[0]
-        if isinstance(err, CellExecutionError) and err.ename == "KeyboardInterrupt":
-            raise KeyboardInterrupt from err  # the kernel got the terminal's Ctrl-C first
-        raise err
 
 
 def job_seconds(jobs: Sequence[Job], store: ResultsStore) -> dict[str, float]:
@@ -223,6 +149,94 @@ def _claims_failed(err: BaseException) -> bool:
     return isinstance(err, AssertionError) or getattr(err, "ename", None) == "AssertionError"
 
 
+@dataclass
+class _Figure:
+    """One figure on its way: its sweep ran and its notebook's key was computed (``_prepare``);
+    ``run`` executes its notebook (None: nothing to execute — cached, or it failed before);
+    ``finish`` records what the execution gave."""
+
+    name: str
+    claims_path: Path
+    figures_dir: Path
+    start: float
+    run: Callable[[], None] | None = None
+    record: Path | None = None
+    error: str | None = None
+    cached: bool = False
+    seconds: float = 0.0
+    complete: Callable[[BaseException | None, float], None] | None = None
+
+    def finish(self, err: BaseException | None, seconds: float) -> None:
+        self.seconds += seconds
+        try:
+            self.complete(err, seconds)
+        except Exception as failure:  # report and go on to the next figure
+            self.fail(failure)
+
+    def fail(self, err: BaseException) -> None:
+        self.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+        log.error("figure %s failed: %s", self.name, err)
+
+    def outcome(self) -> FigureOutcome:
+        outcome = FigureOutcome(self.name, error=self.error, cached=self.cached)
+        if self.record is not None and self.error is None:
+            outcome.record = read_record(self.record)[0]
+        outcome.claims = load_claims(self.claims_path)
+        outcome.files = sorted(self.figures_dir.glob(f"{self.name}.*"))
+        outcome.seconds = self.seconds
+        return outcome
+
+
+def _prepare(figure, jobs, store, registry, results_dir, figures_dir, fidelity, base_seed, workers, backend, progress,
+             ray_address, committed, rerun, notebooks_dir) -> _Figure:
+    """Run the figure's sweep (a no-op when the sweep of every figure ran) and decide whether its
+    notebook must execute; a failure here is the figure's outcome, never the others'."""
+    start = time.perf_counter()
+    claims_path, record = record_paths(results_dir, figure.name, fidelity, base_seed)
+    fig = _Figure(figure.name, claims_path, figures_dir, start)
+    try:
+        report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
+                           ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None,
+                           announce=False)
+        if not report.ok:
+            raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
+        env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
+               "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
+               "SANDBOX_WORKERS": str(workers or 1), "SANDBOX_BASE_SEED": str(base_seed)}
+        source = figure.notebook_path()
+        key = notebook_key(source, jobs, store, env, notebook_code(registry))
+        if committed:  # the notebook's own sweep keeps the restored committed results, as ours did
+            kept = record.with_name(record.name.removesuffix(".json") + ".kept.json")
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps(sorted({j.id for j in jobs} & committed)))
+            env["SANDBOX_KEEP"] = str(kept.resolve())  # not in the key, which holds those results already
+        fig.record = record
+        fig.cached = (None if rerun else _cached(record, key, claims_path, figures_dir)) is not None
+        if not fig.cached:
+            claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
+            claims_path.with_suffix(".note.txt").unlink(missing_ok=True)  # nor a stale footer
+            output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
+            fig.run = lambda: execute_notebook(source, output, env, progress=progress)
+
+            def complete(err: BaseException | None, seconds: float) -> None:
+                if err is not None and not (_claims_failed(err) and any(c.passed is False for c in load_claims(claims_path))):
+                    raise err  # a failed claim is a result to record; a crash is not
+                write_record(record, {
+                    "key": key, "files": sorted(p.name for p in figures_dir.glob(f"{figure.name}.*")),
+                    "fidelity": fidelity, "base_seed": base_seed, "notebook_seconds": round(seconds, 1),
+                    "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
+                    "note": figure_note(claims_path), "commit": git_commit(),
+                    "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "claims_failed": err is not None})
+                if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
+                    figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
+
+            fig.complete = complete
+    except Exception as err:  # report and go on to the next figure
+        fig.fail(err)
+    fig.seconds = time.perf_counter() - start
+    return fig
+
+
 def figures():
     """The figure registry (``select(names)``, ``FIDELITIES``; optionally ``published``,
     ``headlines``, ``fail_causes``): the module named by the one ``sandbox.figures`` entry point
@@ -243,7 +257,15 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
 
     ``figures_dir`` defaults to ``default_figures_dir(fidelity)``; ``rerun`` executes notebooks
     even when their inputs did not change; ``base_seed`` K moves every job's seeds by
-    K·SEED_STRIDE (``offset_seeds``): an independent replication."""
+    K·SEED_STRIDE (``offset_seeds``): an independent replication. The sweeps' workers and the
+    notebooks' kernels share the fingerprints they compute (``shared_fingerprints``)."""
+    with shared_fingerprints():
+        return _reproduce(names, fidelity, results_dir, figures_dir, notebooks_dir, workers, backend, progress,
+                          ray_address, rerun, base_seed)
+
+
+def _reproduce(names, fidelity, results_dir, figures_dir, notebooks_dir, workers, backend, progress, ray_address,
+               rerun, base_seed) -> list[FigureOutcome]:
     started = time.perf_counter()
     registry = figures()
     if fidelity not in registry.FIDELITIES:
@@ -263,60 +285,14 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         run_sweep([j for jobs in all_jobs.values() for j in jobs], store, backend=backend, workers=workers,
                   progress=progress, ray_address=ray_address, desc=f"jobs of {len(chosen)} figures",
                   accept_stale_code=committed or None, announce=False)
-    outcomes = []
-    for figure in chosen:
-        start = time.perf_counter()
-        outcome = FigureOutcome(figure.name)
-        claims_path, record = record_paths(results_dir, figure.name, fidelity, base_seed)
-        try:
-            jobs = all_jobs[figure.name]
-            report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
-                               ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None,
-                               announce=False)
-            if not report.ok:
-                raise RuntimeError(f"{len(report.failed)} job(s) failed: " + next(iter(report.failed.values())))
-            env = {"SANDBOX_FIDELITY": fidelity, "SANDBOX_RESULTS": str(results_dir.resolve()),
-                   "SANDBOX_FIGURES": str(figures_dir.resolve()), "SANDBOX_CLAIMS": str(claims_path.resolve()),
-                   "SANDBOX_WORKERS": str(workers or 1), "SANDBOX_BASE_SEED": str(base_seed)}
-            source = figure.notebook_path()
-            key = notebook_key(source, jobs, store, env, notebook_code(registry))
-            if committed:  # the notebook's own sweep keeps the restored committed results, as ours did
-                kept = record.with_name(record.name.removesuffix(".json") + ".kept.json")
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_text(json.dumps(sorted({j.id for j in jobs} & committed)))
-                env["SANDBOX_KEEP"] = str(kept.resolve())  # not in the key, which holds those results already
-            cached = None if rerun else _cached(record, key, claims_path, figures_dir)
-            if cached is None:
-                claims_path.unlink(missing_ok=True)  # a failing notebook must not show stale claims
-                claims_path.with_suffix(".note.txt").unlink(missing_ok=True)  # nor a stale footer
-                notebook_start = time.perf_counter()
-                output = (Path(notebooks_dir) / f"{source.stem}.ipynb") if notebooks_dir else source.with_suffix(".ipynb")
-                claims_failed = None
-                try:
-                    execute_notebook(source, output, env, progress=progress)
-                except Exception as err:  # a failed claim is a result to record; a crash is not
-                    if not (_claims_failed(err) and any(c.passed is False for c in load_claims(claims_path))):
-                        raise
-                    claims_failed = err
-                written = sorted(p.name for p in figures_dir.glob(f"{figure.name}.*"))
-                write_record(record, {
-                    "key": key, "files": written, "fidelity": fidelity, "base_seed": base_seed,
-                    "notebook_seconds": round(time.perf_counter() - notebook_start, 1),
-                    "job_seconds": job_seconds(jobs, store), "jobs": len(unique_jobs(jobs)),
-                    "note": figure_note(claims_path), "commit": git_commit(),
-                    "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                    "claims_failed": claims_failed is not None})
-                if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
-                    figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
-            outcome.cached = cached is not None
-            outcome.record = read_record(record)[0]
-        except Exception as err:  # report and go on to the next figure
-            outcome.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
-            log.error("figure %s failed: %s", figure.name, err)
-        outcome.claims = load_claims(claims_path)
-        outcome.files = sorted(figures_dir.glob(f"{figure.name}.*"))
-        outcome.seconds = time.perf_counter() - start
-        outcomes.append(outcome)
+    prepared = [_prepare(figure, all_jobs[figure.name], store, registry, results_dir, figures_dir, fidelity,
+                         base_seed, workers, backend, progress, ray_address, committed, rerun, notebooks_dir)
+                for figure in chosen]
+    to_run = [p for p in prepared if p.run is not None]
+    executed = execute_notebooks([p.run for p in to_run], workers=min(workers or CPUS, CPUS))
+    for p, (_, err, seconds) in zip(to_run, executed):
+        p.finish(err, seconds)
+    outcomes = [p.outcome() for p in prepared]
     if fidelity in CLAIMS_FILE_FIDELITIES:
         published = registry.published() if hasattr(registry, "published") else None
         every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed,

@@ -19,7 +19,7 @@ LAYER = {"core": 0,
          "runtime": 3,  # the actor-learner: actor, learner, loop, history, optim, config, ray_async
          "jobs": 4,  # sweeps, worker pool, backends, costs, the results store
          "analysis": 5,  # statistics, claims, plots, figure data: read what jobs stored
-         "scoring": 6, "check": 6, "reproduce": 6, "reproduce_costs": 6, "claims_file": 6,
+         "scoring": 6, "check": 6, "reproduce": 6, "notebooks": 6, "reproduce_costs": 6, "claims_file": 6,
          "cli": 7, "cli_args": 7, "cli_run": 7, "cli_score": 7, "cli_check": 7, "__init__": 7}
 FILES = sorted(ROOT.rglob("*.py"))
 
