@@ -23,7 +23,10 @@ import functools
 import hashlib
 import inspect
 import logging
-from collections.abc import Iterable
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sandbox.core.usage import parse_key, paused
@@ -85,8 +88,57 @@ def fingerprint(key: str) -> str:
     return _fingerprint(key, class_of(kind, name))
 
 
-@functools.cache
+#: the folder through which the processes of one run share their fingerprints (``shared_fingerprints``)
+SHARED = "SANDBOX_FINGERPRINTS"
+_own_only = False  # set by ``reset``: this process's components may differ from its run's other processes'
+
+
+@contextmanager
+def shared_fingerprints() -> Iterator[None]:
+    """Within, this process and the processes it starts (sweep workers, notebook kernels) compute
+    each fingerprint once between them: the first to compute one leaves it in a folder named by
+    ``$SANDBOX_FINGERPRINTS``, the others read it. They run the same code on the same machine at
+    the same time, so the canary would give them the same bytes (a canary loading a pretrained
+    model takes half a minute). Nested uses share the outer folder."""
+    if os.environ.get(SHARED):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="sandbox-fingerprints-") as folder:
+        os.environ[SHARED] = folder
+        try:
+            yield
+        finally:
+            os.environ.pop(SHARED, None)
+
+
+def _shared_path(key: str, cls: type | None) -> Path | None:
+    folder = os.environ.get(SHARED)
+    if not folder or _own_only or not Path(folder).is_dir():
+        return None
+    return Path(folder) / hashlib.sha256(key.encode() + b"\0" + origin(cls).encode()).hexdigest()
+
+
+_known: dict[tuple[str, type | None], str] = {}  # this process's fingerprints
+
+
 def _fingerprint(key: str, cls: type | None) -> str:
+    """Computed once per process; within ``shared_fingerprints``, once per run: taken from the
+    run's folder when another process left it there, and left there for the others."""
+    shared = _shared_path(key, cls)
+    value = _known.get((key, cls))
+    if value is None and shared is not None and shared.is_file():
+        value = shared.read_text()
+    if value is None:
+        value = _compute(key, cls)
+    _known[(key, cls)] = value
+    if shared is not None and not shared.is_file():  # written whole, then renamed: never read half-written
+        partial = shared.with_name(f"{shared.name}.{os.getpid()}.tmp")
+        partial.write_text(value)
+        partial.replace(shared)
+    return value
+
+
+def _compute(key: str, cls: type | None) -> str:
     import torch
 
     from sandbox.jobs.canaries import CANARIES
@@ -156,9 +208,12 @@ def static_components(params: dict) -> set[str] | None:
 
 
 def reset() -> None:
-    """Forget this process's fingerprints (after a plugin or a test replaced a component)."""
-    _fingerprint.cache_clear()
+    """Forget this process's fingerprints (after a plugin or a test replaced a component), and
+    compute its own from then on instead of reading its run's shared ones."""
+    global _own_only
+    _own_only = True
+    _known.clear()
 
 
-__all__ = ["changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "reset",
-           "static_components"]
+__all__ = ["SHARED", "changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "reset",
+           "shared_fingerprints", "static_components"]

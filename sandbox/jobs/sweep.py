@@ -35,6 +35,7 @@ from sandbox.core.validation import check_choice
 from sandbox.jobs import costs
 from sandbox.jobs.backends import InProcess, LocalProcesses, RayTasks
 from sandbox.jobs.canaries import check_plugin_estimators
+from sandbox.jobs.fingerprints import shared_fingerprints
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
 from sandbox.runtime.config import RunConfig, _freeze
@@ -188,8 +189,16 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     failed with what to do. Ctrl-C stops every worker at once, keeps every finished result and
     raises ``KeyboardInterrupt``. With ``progress`` and ``announce``, a line first says how many jobs
     there are, how many are finished and roughly how long the rest take (``sandbox.jobs.costs``);
-    a callable ``announce(plan, finished_ids)`` says it instead.
+    a callable ``announce(plan, finished_ids)`` says it instead. This process and its workers
+    share the fingerprints they compute (``shared_fingerprints``).
     """
+    with shared_fingerprints():
+        return _run_sweep(jobs, store, backend, workers, progress, ray_address, desc, plugins, accept_stale_code,
+                          poll_seconds, lock_timeout, announce)
+
+
+def _run_sweep(jobs, store, backend, workers, progress, ray_address, desc, plugins, accept_stale_code, poll_seconds,
+               lock_timeout, announce) -> SweepReport:
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
         raise ValueError(f"store must be a ResultsStore, got {type(store).__name__}")

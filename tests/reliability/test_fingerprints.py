@@ -164,3 +164,29 @@ def test_what_a_job_records_at_run_time_includes_what_its_config_builds(tmp_path
         recorded = set(store.code(job.id)["fingerprints"])
         assert fingerprints.static_components(job.params) <= recorded, job.params
     assert fingerprints.static_components({"n_adv": 41}) is None  # no run config: such a job is run again to know
+
+
+def test_the_processes_of_one_run_compute_each_fingerprint_once(monkeypatch):
+    """Inside ``shared_fingerprints`` the first process to compute a fingerprint leaves it for the
+    others (workers, notebook kernels: a pretrained model's canary takes half a minute); a process
+    whose components were replaced (``reset``) computes its own; the folder goes with the run."""
+    import os
+
+    monkeypatch.setattr(fingerprints, "_own_only", False)
+    key = "estimator:dg"
+    with fingerprints.shared_fingerprints():
+        folder = Path(os.environ[fingerprints.SHARED])
+        value = fingerprints.fingerprint(key)
+        assert [p.read_text() for p in folder.iterdir()] == [value]
+        child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            from sandbox.jobs import fingerprints
+            fingerprints._compute = lambda key, cls: "computed again"
+            print(fingerprints.fingerprint({key!r}), fingerprints.fingerprint("estimator:reinforce"))""")],
+            capture_output=True, text=True, check=True, env=os.environ.copy())
+        assert child.stdout.split(maxsplit=1) == [value, "computed again\n"]  # read what the parent left; computed the rest
+        fingerprints._known.clear()
+        monkeypatch.setattr(fingerprints, "_compute", lambda key, cls: "computed again")
+        assert fingerprints.fingerprint(key) == value
+        fingerprints.reset()  # a replaced component: this process no longer trusts the run's table
+        assert fingerprints.fingerprint(key) == "computed again"
+    assert fingerprints.SHARED not in os.environ and not folder.exists()
