@@ -97,16 +97,30 @@ def write(entries: Sequence[tuple[str, pd.DataFrame, dict, dict]], path: str | o
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _KEY: packed})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    # measurements (floats) compress best either with their bytes split by significance and no
+    # dictionary (−30% on most of the paper tier's data) or as parquet's default does: the smaller is kept
+    floats = [f.name for f in table.schema if pa.types.is_floating(f.type)]
+    split = {"use_dictionary": [n for n in table.column_names if n not in floats], "use_byte_stream_split": floats}
+    written = [_write_groups(table, sizes, path.with_name(f".{path.name}.{i}.tmp"), options)
+               for i, options in enumerate(({}, split) if floats else ({},))]
+    best = min(written, key=lambda p: p.stat().st_size)
+    for tmp in written:
+        if tmp != best:
+            tmp.unlink()
+    os.replace(best, path)
+    return path
+
+
+def _write_groups(table: pa.Table, sizes: dict[int, int], tmp: Path, options: dict) -> Path:
+    """``table`` in one row group per entry of ``sizes`` (rows), zstd 19, page checksums."""
     with pq.ParquetWriter(tmp, table.schema, compression="zstd", compression_level=19, write_statistics=False,
-                          write_page_checksum=True) as out:
+                          write_page_checksum=True, **options) as out:
         start = 0
         for group in sorted(sizes):
             if sizes[group]:
                 out.write_table(table.slice(start, sizes[group]), row_group_size=sizes[group])
             start += sizes[group]
-    os.replace(tmp, path)
-    return path
+    return tmp
 
 
 def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) -> Path:
