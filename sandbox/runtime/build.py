@@ -31,14 +31,18 @@ def wrap(where: str, make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         raise ValueError(f"{where}: " + " ".join(str(err).split())) from None
 
 
-def _made(where: str, registry, name: str, kwargs: dict, where_kwargs: str | None = None) -> Any:
-    """``registry.make(name, **kwargs)`` after checking the kwargs' types against its fields."""
+def _made(where: str | None, registry, name: str, kwargs: dict, where_kwargs: str | None = None) -> Any:
+    """``registry.make(name, **kwargs)`` after checking the kwargs' types against its fields; a
+    failure names ``where`` (the field at fault), or is raised as it is when ``where`` is None."""
     from sandbox.core.validation import check_field_types
 
-    cls = wrap(where, registry.get, name)
+    def at(field: str, make: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        return make(*args, **kw) if where is None else wrap(field, make, *args, **kw)
+
+    cls = at(where, registry.get, name)
     where_kwargs = where_kwargs or f"{where}_kwargs"
-    wrap(where_kwargs, check_field_types, cls, kwargs)
-    return wrap(where_kwargs, registry.make, name, **kwargs)
+    at(where_kwargs, check_field_types, cls, kwargs)
+    return at(where_kwargs, registry.make, name, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -51,28 +55,37 @@ class Method:
 
 
 def build_method(estimator: str, estimator_kwargs: dict, advantage: str | None = None,
-                 advantage_kwargs: dict | None = None, controllers: Sequence = ()) -> Method:
+                 advantage_kwargs: dict | None = None, controllers: Sequence = (), named: bool = True) -> Method:
     """The estimator, then the baseline (None when ``advantage`` is None), then each controller,
-    from their registries; a failure names the field (``estimator_kwargs: eta must lie in …``)."""
+    from their registries; a failure names the RunConfig field (``estimator_kwargs: eta must lie
+    in …``), or with ``named=False`` is raised as the component gave it (``eta must lie in …``:
+    a scored method names itself)."""
     from sandbox.advantages import ADVANTAGES
     from sandbox.controllers import CONTROLLERS
     from sandbox.estimators import ESTIMATORS
 
-    built_estimator = _made("estimator", ESTIMATORS, estimator, estimator_kwargs)
+    def field(where: str) -> str | None:
+        return where if named else None
+
+    built_estimator = _made(field("estimator"), ESTIMATORS, estimator, estimator_kwargs, field("estimator_kwargs"))
     built_advantage = (None if advantage is None else
-                       _made("advantage", ADVANTAGES, advantage, dict(advantage_kwargs or {})))
-    built_controllers = [_made(f"controllers[{i}]", CONTROLLERS, name, kwargs, f"controllers[{i}] {name}")
+                       _made(field("advantage"), ADVANTAGES, advantage, dict(advantage_kwargs or {}),
+                             field("advantage_kwargs")))
+    built_controllers = [_made(field(f"controllers[{i}]"), CONTROLLERS, name, kwargs, field(f"controllers[{i}] {name}"))
                          for i, (name, kwargs) in enumerate(controllers)]
     return Method(built_estimator, built_advantage, built_controllers)
 
 
-def build_frictions(frictions: Sequence = (), staleness: dict | None = None) -> FrictionStack:
+def build_frictions(frictions: Sequence = (), staleness: dict | None = None, named: bool = True) -> FrictionStack:
     """The friction stack of ``RunConfig.frictions`` behind the delay schedule of
-    ``RunConfig.staleness`` (its first stage): delay → … → admission."""
+    ``RunConfig.staleness`` (its first stage): delay → … → admission. A failure names the field
+    (``frictions[0] landmine: …``, ``staleness: …``), or with ``named=False`` is raised as it is."""
     from sandbox.frictions import FRICTIONS, FrictionStack
 
-    items = [_made(f"frictions[{i}]", FRICTIONS, name, kwargs, f"frictions[{i}] {name}")
+    items = [_made(f"frictions[{i}]" if named else None, FRICTIONS, name, kwargs, f"frictions[{i}] {name}")
              for i, (name, kwargs) in enumerate(frictions)]
+    if not named:
+        return FrictionStack.from_config(items, staleness or {})
     return wrap("staleness", FrictionStack.from_config, items, staleness or {})
 
 
