@@ -351,8 +351,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     start_ray(address, num_cpus or max(2, os.cpu_count() or 2))
 
 
-def train_async_job(**params) -> pd.DataFrame:
+def train_async_job(progress: bool = False, **params) -> pd.DataFrame:
     """Job function of an asynchronous run: the RunConfig fields plus ``async_config`` (a dict)."""
     async_config = AsyncConfig(**params.pop("async_config", {}))
     ensure_ray(async_config.address)
-    return train_async(RunConfig.from_dict(params), async_config)
+    return train_async(RunConfig.from_dict(params), async_config, progress=progress)
