@@ -39,6 +39,7 @@ def test_the_families_load_in_the_order_of_their_entry_points():
 def installed_family(tmp_path, monkeypatch):
     """A third-party distribution on sys.path whose ``sandbox.figures`` entry point names its own
     module, which registers one figure."""
+    simulations.load_families()  # the package's own figures, registered for good before the copy below
     (tmp_path / "thirdparty_figs.py").write_text(textwrap.dedent("""
         from simulations import Figure, register_figure
         from sandbox.jobs.sweep import Job
