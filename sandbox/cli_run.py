@@ -1,4 +1,5 @@
-"""``sandbox run``: seeds, training (simulated or on Ray), the results store, and the report.
+"""``sandbox run``: seeds, training (simulated or on Ray) as a job of the jobs package run in this
+process (``sandbox.jobs.backends.InProcess``, which stores it), and the report.
 
 The report gives the main metric's stability per seed (peak, final, drawdown —
 ``sandbox.analysis.stability``) and every final metric: with one seed the values, with n > 1 the
@@ -16,9 +17,8 @@ import pandas as pd
 
 from sandbox.analysis.stability import stability
 from sandbox.analysis.stats import t_interval
-from sandbox.core.usage import recording
-from sandbox.jobs.fingerprints import static_components
-from sandbox.jobs.store import ResultsStore, job_code
+from sandbox.jobs.backends import InProcess
+from sandbox.jobs.store import ResultsStore
 from sandbox.jobs.sweep import Job
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import metrics_only
@@ -79,31 +79,28 @@ def run_job(config: RunConfig, async_config=None) -> Job:
 
 def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsStore | None = None,
                     progress: bool = True) -> tuple[pd.DataFrame, list[str], list[Path]]:
-    """Train every config (on Ray when ``async_config`` is given); returns the frames together,
-    the run ids and the stored files."""
-    from sandbox.runtime.loop import train
-
+    """Train every config (on Ray when ``async_config`` is given) as its sweep job, run by the
+    jobs package's in-process backend, which stores each result in ``store`` (none without one);
+    returns the frames together, the run ids and the stored files. An asynchronous run's id is its
+    job's: its own, never the simulated run's."""
     started = False
     if async_config is not None:
         from sandbox.core.processes import start_ray
-        from sandbox.runtime.ray_async import check_async, train_async
+        from sandbox.runtime.ray_async import check_async
 
         for config in configs:
             check_async(config)  # before Ray starts
         started = start_ray(async_config.address, max(2, async_config.n_workers + 1), progress=progress)
+    backend = InProcess(store, progress=progress)
     frames, run_ids, paths = [], [], []
     try:
         for config in configs:
             job = run_job(config, async_config)
-            with recording() as used:  # the components whose fingerprints the stored result keeps
-                if async_config is None:
-                    frame = train(config, progress=progress)
-                else:
-                    frame = train_async(config, async_config, progress=progress).assign(run_id=job.id)
-            frame = frame.assign(job_id=job.id)
-            if store is not None:
-                paths.append(store.write(job.id, frame, {"fn": job.fn, "params": job.params, "label": job.label},
-                                         job_code(used | (static_components(job.params) or set()))))
+            frame, path = backend.run(job)
+            if async_config is not None:
+                frame = frame.assign(run_id=job.id)
+            if path is not None:
+                paths.append(path)
             frames.append(frame)
             run_ids.append(str(frame["run_id"].iloc[0]))
     finally:

@@ -239,12 +239,14 @@ def _prepare(figure, jobs, store, registry, results_dir, figures_dir, fidelity, 
 
 def figures():
     """The figure registry (``select(names)``, ``FIDELITIES``; optionally ``published``,
-    ``headlines``, ``fail_causes``): the module named by the one ``sandbox.figures`` entry point
-    (``simulations`` in pyproject.toml). The experiment families live outside the library, which
-    reaches them only through this entry point."""
-    registries = entry_points_of("sandbox.figures")
+    ``headlines``, ``fail_causes``): the module named by the one ``sandbox.figure_registry`` entry
+    point (``simulations`` in pyproject.toml), which loads the figure families of the
+    ``sandbox.figures`` entry points. The experiment families live outside the library, which
+    reaches them only through these entry points."""
+    registries = entry_points_of("sandbox.figure_registry")
     if len(registries) != 1:
-        raise ValueError(f"one figure registry expected in the sandbox.figures entry points, found {sorted(registries)}")
+        raise ValueError(f"one figure registry expected in the sandbox.figure_registry entry points, found "
+                         f"{sorted(registries)}")
     return next(iter(registries.values())).load()
 
 

@@ -7,7 +7,6 @@ its claims. Notebooks get their results with ``results(name)``, which runs any m
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from sandbox.analysis.stability import carried_to_budget
+from sandbox.core.plugins import entry_points_of
 from sandbox.core.validation import check_choice
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
@@ -28,10 +28,9 @@ import_plugins(plugins_from_env())
 #: (≈ 8 h on 2 cores; committed to paper_figures/ with CLAIMS.md); full: the complete grid, for a cluster or a GPU
 FIDELITIES = ("quick", "paper", "full")
 ROOT = Path(__file__).resolve().parents[1]
-#: modules that register figures; a missing optional family is skipped
-FAMILIES = ("simulations.bandit_theory", "simulations.mnist", "simulations.sequences", "simulations.reference",
-            "simulations.kondo", "simulations.llm", "simulations.frictions2026", "simulations.published_outcomes",
-            "simulations.early_warning")
+#: the entry-point group of the modules that register figures (pyproject.toml): this package's
+#: families, and any installed distribution's that declares its own module there
+FAMILY_GROUP = "sandbox.figures"
 
 
 #: a figure's plan: (tags, jobs) pairs — what each group of runs is (panel, strength, config …);
@@ -79,11 +78,14 @@ def register_figure(figure: Figure) -> Figure:
 
 
 def load_families() -> dict[str, Figure]:
-    for module in FAMILIES:
+    """Import every figure family — the modules of the ``sandbox.figures`` entry points — and
+    return the figures they registered; a family whose module is missing (an optional one left
+    out of an install) is skipped, an error inside one propagates."""
+    for entry in entry_points_of(FAMILY_GROUP).values():
         try:
-            importlib.import_module(module)
+            entry.load()
         except ModuleNotFoundError as err:
-            if err.name != module:
+            if err.name != entry.module:
                 raise
     return FIGURES
 

@@ -9,7 +9,9 @@ import pytest
 
 from sandbox.cli import main
 from sandbox.cli_run import report, run_configs, run_job
+from sandbox.jobs.backends import InProcess
 from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import TRAIN_JOB, Job, run_sweep
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.ray_async import AsyncConfig
 
@@ -64,6 +66,19 @@ def test_no_store_writes_nothing(capsys, tmp_path):
     assert main(["run", *BANDIT, "--no-store", "--results", str(tmp_path / "r")]) == 0
     assert "stored:" not in capsys.readouterr().out
     assert not (tmp_path / "r").exists()
+
+
+def test_the_run_is_its_sweep_job_run_by_the_in_process_backend(capsys, tmp_path, monkeypatch):
+    ran, run = [], InProcess.run
+    monkeypatch.setattr(InProcess, "run", lambda self, job: ran.append(job) or run(self, job))
+    assert main(["run", *BANDIT, "--results", str(tmp_path)]) == 0
+    (job,) = ran
+    assert job == Job.training(RunConfig(task="bandit", task_kwargs={"K": 5}, estimator="dg", steps=6))
+    stored = ResultsStore(tmp_path)
+    meta = stored.metadata(job.id)  # the backend's record: the job and its cost, as a sweep's
+    assert meta["fn"] == TRAIN_JOB and meta["threads"] == 1 and meta["seconds"] > 0 and "cpu_seconds" in meta
+    report_ = run_sweep([job], stored, workers=1, progress=False)  # a sweep finds it finished
+    assert (report_.skipped, report_.computed) == (1, 0)
 
 
 def test_report_by_hand():

@@ -91,8 +91,7 @@ def blame(err: ValueError, rows) -> str:
 def check_deployment(deployment) -> None:
     """The deployment's frictions through their own validation (the ``truncated_sampling`` friction
     and the delay schedule, as a ``RunConfig`` builds them)."""
-    from sandbox.frictions.base import make_friction
-    from sandbox.frictions.staleness import DelaySchedule
+    from sandbox.runtime.build import build_frictions
 
-    make_friction("truncated_sampling", top_p=deployment.top_p, top_k=deployment.top_k, report=deployment.report)
-    DelaySchedule.from_dict(deployment.delay)
+    build_frictions([("truncated_sampling", {"top_p": deployment.top_p, "top_k": deployment.top_k,
+                                             "report": deployment.report})], deployment.delay, named=False)

@@ -6,9 +6,10 @@ worker, each Ray task and a notebook's kernel import them through ``import_plugi
 processes a command starts; a registry asked for a name it does not know imports them first
 (``load_env_plugins``), so ``make_estimator("clipped_adv_pg")`` finds a plugin's estimator.
 
-What the package itself provides by name — its task modules, scoring batteries and the figure
-registry (``simulations``) — is declared as entry points in ``pyproject.toml``
-(``[project.entry-points."sandbox.tasks"]``, ``"sandbox.batteries"``, ``"sandbox.figures"``) and
+What the package itself provides by name — its task modules, scoring batteries, figure families
+and the figure registry (``simulations``) — is declared as entry points in ``pyproject.toml``
+(``[project.entry-points."sandbox.tasks"]``, ``"sandbox.batteries"``, ``"sandbox.figures"``,
+``"sandbox.figure_registry"``) and
 found through ``entry_points_of``: no hand-kept list of module names, and an installed
 distribution can add its own to a group.
 """

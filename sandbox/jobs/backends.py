@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -22,24 +23,31 @@ if TYPE_CHECKING:
     from sandbox.jobs.sweep import Job
 
 
-def _timed(job: Job) -> tuple[pd.DataFrame, dict, dict]:
-    """Run ``job``; its frame, its cost — wall ``seconds``, this process's ``cpu_seconds`` and
+def _timed(job: Job, **options) -> tuple[pd.DataFrame, dict, dict]:
+    """Run ``job`` (``options``: its function's keywords that are not part of the job, e.g.
+    ``progress``); its frame, its cost — wall ``seconds``, this process's ``cpu_seconds`` and
     ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
     ``sandbox.jobs.costs`` estimates the next sweeps' time from — and the code that made it, with
     the fingerprints of the components it built (``sandbox.core.usage``)."""
     start, cpu = time.perf_counter(), time.process_time()
     with recording() as used:
-        frame = job.run()
+        frame = job.run(**options)
     cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
     ray = sys.modules.get("ray")
     return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost, job_code(used)
 
 
+def _run_and_write(job: Job, store: ResultsStore | None, **options) -> tuple[pd.DataFrame, Path | None]:
+    """Run one job and write its result (atomically) to ``store`` (nowhere without one): its frame
+    and its file."""
+    frame, cost, code = _timed(job, **options)
+    return frame, None if store is None else store.write(job.id, frame, {**job.metadata, **cost}, code)
+
+
 def _execute(job: Job, root: str) -> str | None:
     """Run one job and write its result (atomically) from this process; the error, if any."""
     try:
-        frame, cost, code = _timed(job)
-        ResultsStore(root).write(job.id, frame, {**job.metadata, **cost}, code)
+        _run_and_write(job, ResultsStore(root))
         return None
     except Exception:  # one failing job must not stop the sweep
         return traceback.format_exc()
@@ -55,10 +63,16 @@ def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, 
 
 
 class InProcess:
-    """workers=1: jobs run here, one after the other."""
+    """workers=1: jobs run here, one after the other. A sweep ``submit``s them (a failing job is
+    recorded, the others go on); ``sandbox run`` calls ``run(job)``, which returns the job's frame
+    and file and lets its error propagate; without a store (``--no-store``) nothing is written.
+    ``options``: the job functions' keywords that are not part of a job (``progress``)."""
 
-    def __init__(self, store: ResultsStore) -> None:
-        self.root, self.done = str(store.root), []
+    def __init__(self, store: ResultsStore | None, **options) -> None:
+        self.store, self.options, self.done = store, options, []
+
+    def run(self, job: Job) -> tuple[pd.DataFrame, Path | None]:
+        return _run_and_write(job, self.store, **self.options)
 
     @property
     def free(self) -> bool:
@@ -69,7 +83,12 @@ class InProcess:
         return bool(self.done)
 
     def submit(self, job: Job) -> None:
-        self.done.append((job, True, _execute(job, self.root)))
+        try:
+            self.run(job)
+            error = None
+        except Exception:  # one failing job must not stop the sweep
+            error = traceback.format_exc()
+        self.done.append((job, True, error))
 
     def wait(self, timeout: float | None) -> list:
         done, self.done = self.done, []

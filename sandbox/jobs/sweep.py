@@ -109,9 +109,11 @@ class Job:
         module, _, name = MOVED.get(self.fn, self.fn).partition(":")
         return getattr(importlib.import_module(module), name)
 
-    def run(self) -> pd.DataFrame:
+    def run(self, **options: Any) -> pd.DataFrame:
+        """``fn(**params, **options)`` on ``threads`` threads; ``options`` are keywords of the
+        function that are not part of the job (``progress``): they never change its numbers."""
         with intra_op_threads(self.threads):
-            frame = self.resolve()(**self.params)
+            frame = self.resolve()(**self.params, **options)
         if not isinstance(frame, pd.DataFrame):
             raise ValueError(f"job {self.fn} must return a pandas DataFrame, got {type(frame).__name__}")
         frame = frame.copy()
@@ -125,11 +127,12 @@ class Job:
         return {"fn": self.fn, "params": self.params, "label": self.label, "threads": self.threads}
 
 
-def train_job(**params: Any) -> pd.DataFrame:
-    """Job function of a training run (parameters: the RunConfig fields)."""
+def train_job(progress: bool = False, **params: Any) -> pd.DataFrame:
+    """Job function of a training run (parameters: the RunConfig fields; ``progress``: a bar over
+    its steps)."""
     from sandbox.runtime.loop import train
 
-    return train(RunConfig.from_dict(params))
+    return train(RunConfig.from_dict(params), progress=progress)
 
 
 @dataclass

@@ -6,16 +6,13 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from sandbox.core.usage import note
 from sandbox.core.validation import (
     check_choice,
-    check_field_types,
     check_int,
     check_range,
     short_repr,
@@ -38,35 +35,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
     return value
-
-
-def _build(where: str, make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``make(*args, **kwargs)``; a failure becomes one ``ValueError`` line that starts with ``where``
-    (the RunConfig field at fault)."""
-    try:
-        return make(*args, **kwargs)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{where}: " + " ".join(str(err).split())) from None
-
-
-def _label_tasks() -> list[str]:
-    from sandbox.tasks import TASKS
-
-    return [name for name in TASKS.names() if getattr(TASKS.get(name), "label_reward", False)]
-
-
-def _check_schedule(schedule, steps: int) -> None:
-    """A per_actor schedule that never delays within the run although ``D`` > 0 would be a
-    synchronous run under a stale name: its delay d_t = (t mod n_actors)·D // n_actors is 0 for
-    every t < min(steps, n_actors) when (min(steps, n_actors) − 1)·D < n_actors."""
-    if schedule.kind != "per_actor" or schedule.D == 0 or steps == 0:
-        return
-    n, D = schedule.n_actors, schedule.D
-    largest = (min(steps, n) - 1) * D // n
-    if largest == 0:
-        raise ValueError(f"staleness: per_actor with n_actors={n}, D={D} and steps={steps} never delays (d_t = "
-                         f"(t mod n_actors)·D // n_actors is 0 at every step): a synchronous run; it delays when "
-                         f"n_actors ≥ 2, D ≥ 2 and n_actors ≤ D·(steps − 1)")
 
 
 def check_device(device: Any) -> None:
@@ -165,56 +133,23 @@ class RunConfig:
 
     def _resolve_task_defaults(self) -> None:
         """advantage / optimizer / lr left as None take the task's declared defaults."""
+        from sandbox.runtime.build import wrap
         from sandbox.tasks import TASKS, load_tasks
 
         if isinstance(self.task, str) and self.task not in TASKS:
             load_tasks()
         missing = [name for name in ("advantage", "optimizer", "lr") if getattr(self, name) is None]
         if missing:
-            task = _build("task", TASKS.get, self.task)
+            task = wrap("task", TASKS.get, self.task)
             for name in missing:
                 object.__setattr__(self, name, getattr(task, f"default_{name}"))
 
     def _build_components(self) -> None:
-        from sandbox.advantages import ADVANTAGES
-        from sandbox.controllers import CONTROLLERS
-        from sandbox.estimators import ESTIMATORS
-        from sandbox.frictions import FRICTIONS, DelaySchedule
-        from sandbox.runtime.optim import PopulationOptimizer
-        from sandbox.tasks import TASKS, load_tasks
-        from sandbox.tasks.base import check_task_memory
+        from sandbox.runtime.build import build
 
-        if self.task not in TASKS:
-            load_tasks()
-        components = [(name, registry, getattr(self, name), f"{name}_kwargs", getattr(self, f"{name}_kwargs"))
-                      for name, registry in (("task", TASKS), ("estimator", ESTIMATORS), ("advantage", ADVANTAGES))]
-        components += [(f"{name}[{i}]", registry, entry, f"{name}[{i}] {entry}", kwargs)
-                       for name, registry in (("controllers", CONTROLLERS), ("frictions", FRICTIONS))
-                       for i, (entry, kwargs) in enumerate(getattr(self, name))]
-        built = {}
-        for where, registry, entry, where_kwargs, kwargs in components:
-            cls = _build(where, registry.get, entry)
-            _build(where_kwargs, check_field_types, cls, kwargs)
-            built[where] = _build(where_kwargs, registry.make, entry, **kwargs)
-        devices = type(built["task"]).devices
+        devices = type(build(self).task).devices
         if self.device.split(":")[0] not in devices:
             raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
-        schedule = _build("staleness", DelaySchedule.from_dict, self.staleness)
-        _check_schedule(schedule, self.steps)
-        for i, (name, _) in enumerate(self.frictions):
-            friction, task = built[f"frictions[{i}]"], built["task"]
-            if getattr(friction, "needs_label_reward", False) and not getattr(task, "label_reward", False):
-                raise ValueError(f"frictions[{i}] {name}: flips the label of a reward 1[a = y], but task {self.task!r} "
-                                 f"pays no such reward ({type(task).__doc__.split('.')[0].strip()}); use it on a task "
-                                 f"whose reward is a label match: {', '.join(_label_tasks())}")
-        stale = min(schedule.max_delay, self.steps)  # snapshots of parameters or rollouts the run keeps
-        why = f"staleness D={schedule.max_delay} (history={self.history!r} keeps {stale} stale copies)" if stale else ""
-        _build("task_kwargs", check_task_memory, built["task"], stale * (self.history == "params"),
-               stale * (self.history == "rollouts"), why)
-        PopulationOptimizer(self.optimizer, lr=self.lr)
-        note("optimizer", self.optimizer)  # the components a job's numbers depend on (sandbox.core.usage)
-        note("staleness", schedule.kind, DelaySchedule, {k: v for k, v in self.staleness.items() if k != "kind"})
-        note("runtime", "loop")
 
     def to_dict(self) -> dict[str, Any]:
         data = _freeze(dataclasses.asdict(self))

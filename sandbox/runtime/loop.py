@@ -34,22 +34,18 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from sandbox.advantages import make_advantage
-from sandbox.controllers import flatten_grads, make_controller, unflatten_grads
+from sandbox.controllers import flatten_grads, unflatten_grads
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.terms import EstimatorOutput, PGTerms
 from sandbox.core.validation import on_host
 from sandbox.diagnostics import cosine, token_entropy
-from sandbox.estimators import make_estimator
-from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect
+from sandbox.runtime.build import build
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.frames import config_columns, labelled, metrics_only  # noqa: F401 (here for their callers)
 from sandbox.runtime.history import ParameterHistory, RolloutQueue
 from sandbox.runtime.learner import learner_loss, learner_terms
-from sandbox.runtime.optim import PopulationOptimizer
-from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +64,11 @@ class ActorLearner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.device = run_device(config)
-        self.task = make_task(config.task, **config.task_kwargs)
+        built = build(config)  # the one place a run's components are made
+        self.task, self.frictions = built.task, built.frictions  # frictions: delay → … → admission
         self.task.device = self.device
-        self.frictions = FrictionStack.from_config(config.frictions, config.staleness)  # delay → … → admission
-        self.task.attach_frictions(self.frictions)
-        self.estimator = make_estimator(config.estimator, **config.estimator_kwargs)
-        self.advantage = make_advantage(config.advantage, **config.advantage_kwargs)
-        self.controllers = [make_controller(name, **kw) for name, kw in config.controllers]
-        self.optimizer = PopulationOptimizer(config.optimizer, lr=config.lr)
+        self.estimator, self.advantage, self.controllers = built.estimator, built.advantage, built.controllers
+        self.optimizer = built.optimizer
         self.population = int(self.task.population)
         self.recompute_proximal = config.proximal == "recompute" or (
             config.proximal == "auto" and self.estimator.recomputes_proximal

@@ -40,12 +40,11 @@ from sandbox.core.processes import start_ray, stop_ray
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
-from sandbox.frictions import FrictionStack
 from sandbox.runtime.actor import collect, require_versions
+from sandbox.runtime.build import build, build_frictions
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner, labelled
-from sandbox.tasks import make_task
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +99,8 @@ class RolloutWorker:
     def __init__(self, config: dict, threads: int = 1) -> None:
         torch.set_num_threads(threads)
         self.config = RunConfig.from_dict(config)
-        self.task = make_task(self.config.task, **self.config.task_kwargs)
-        self.frictions = FrictionStack.from_config(self.config.frictions, self.config.staleness)
-        self.task.attach_frictions(self.frictions)
+        built = build(self.config)  # the learner's components, made in the same place
+        self.task, self.frictions = built.task, built.frictions
         # the task's own state (e.g. the bandit's correct arms) is drawn with the parameters
         self.task.init_params(derived_generator(self.config.seed, "init"))
 
@@ -164,7 +162,7 @@ def check_async(config: RunConfig) -> RunConfig:
     """The run the Ray runtime realises, checked before Ray starts. Its workers sample every
     batch, so a friction that resumes sequences with the learner's newer weights, or an eager
     rollout queue, is refused."""
-    stack = FrictionStack.from_config(config.frictions, config.staleness)
+    stack = build_frictions(config.frictions, config.staleness)
     require_versions(stack, None, None)  # the simulated actor's refusal, raised before Ray starts
     if config.history == "rollouts" and stack.max_delay:
         raise ValueError("history='rollouts' samples the stale batches in the learner's process, but on Ray the "
@@ -353,8 +351,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     start_ray(address, num_cpus or max(2, os.cpu_count() or 2))
 
 
-def train_async_job(**params) -> pd.DataFrame:
+def train_async_job(progress: bool = False, **params) -> pd.DataFrame:
     """Job function of an asynchronous run: the RunConfig fields plus ``async_config`` (a dict)."""
     async_config = AsyncConfig(**params.pop("async_config", {}))
     ensure_ray(async_config.address)
-    return train_async(RunConfig.from_dict(params), async_config)
+    return train_async(RunConfig.from_dict(params), async_config, progress=progress)

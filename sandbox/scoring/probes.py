@@ -32,7 +32,8 @@ from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import NonFiniteError, check_choice, check_range
 from sandbox.diagnostics import cosine, perpendicular
 from sandbox.envs.bandits import exact_pg
-from sandbox.estimators import PGTerms, make_estimator
+from sandbox.estimators import PGTerms
+from sandbox.runtime.build import build_method
 
 ACTORS = ("on_policy", "point_mass", "discovery", "stale")
 DTYPE = torch.float64
@@ -103,7 +104,7 @@ def run_probe(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
     """One row per seed (instance): the probe's metrics and its score; a non-finite update is a
     diverged seed scoring 0."""
     probe = cell["probe"]
-    estimator = make_estimator(recipe["estimator"], **recipe["estimator_kwargs"])
+    estimator = build_method(recipe["estimator"], recipe["estimator_kwargs"], named=False).estimator
     rows = []
     for s in range(seeds):
         gen = derived_generator(seed, "probe", cell["name"], s)

@@ -37,16 +37,11 @@ class Recipe:
     def check(self) -> None:
         """Build the estimator, baseline and controllers once: unknown names or rejected
         hyperparameters raise a one-line ``ValueError`` naming the method."""
-        from sandbox.advantages import make_advantage
-        from sandbox.controllers import make_controller
-        from sandbox.estimators import make_estimator
+        from sandbox.runtime.build import build_method
 
         try:
-            make_estimator(self.estimator, **self.estimator_kwargs)
-            if self.advantage is not None:
-                make_advantage(self.advantage, **self.advantage_kwargs)
-            for name, kwargs in self.controllers:
-                make_controller(name, **kwargs)
+            build_method(self.estimator, self.estimator_kwargs, self.advantage, self.advantage_kwargs,
+                         self.controllers, named=False)
         except TypeError as err:  # e.g. a plugin's own __init__ rejecting a keyword
             raise ValueError(f"method {self.name!r}: {err}") from None
         except ValueError as err:

@@ -1,0 +1,66 @@
+"""One ``build(config)`` makes a run's components, for validation, the learner and the Ray
+workers; ``build_method`` and ``build_frictions`` are its parts that ``score`` and ``check`` use."""
+
+from __future__ import annotations
+
+import pytest
+
+import sandbox.runtime.build as build_module
+import sandbox.runtime.loop as loop
+import sandbox.runtime.ray_async as ray_async
+from sandbox.runtime.build import build, build_frictions, build_method
+from sandbox.runtime.config import RunConfig
+
+CONFIG = RunConfig(task="bandit", task_kwargs={"K": 5, "population": 2}, estimator="dg",
+                   estimator_kwargs={"eta": 0.5}, advantage="rloo", controllers=(("clip_grad_norm", {"max_norm": 1.0}),),
+                   frictions=(("landmine", {"p_bug": 0.1}),), staleness={"kind": "fixed", "D": 2}, steps=4)
+
+
+def test_build_makes_every_component_fresh_each_time():
+    a, b = build(CONFIG), build(CONFIG)
+    assert type(a.task).__name__ == "Bandit" and a.task.K == 5
+    assert a.estimator.eta == 0.5 and type(a.advantage).__name__ == "RLOO"
+    assert [type(c).__name__ for c in a.controllers] == ["ClipGradNorm"]
+    assert [type(f).__name__ for f in a.frictions.frictions] == ["Landmine"]
+    assert a.schedule is a.frictions.schedule and a.schedule.max_delay == 2
+    assert a.task.frictions is a.frictions  # the task's actor applies this stack
+    assert a.optimizer.name == CONFIG.optimizer and a.optimizer.lr == CONFIG.lr
+    assert a.task is not b.task and a.controllers[0] is not b.controllers[0] and a.optimizer is not b.optimizer
+
+
+@pytest.mark.parametrize("make", [lambda: RunConfig(**{**CONFIG.__dict__}),
+                                  lambda: loop.ActorLearner(CONFIG),
+                                  lambda: ray_async.RolloutWorker(CONFIG.to_dict())])
+def test_validation_the_learner_and_the_ray_worker_call_the_one_build(make, monkeypatch):
+    calls = []
+
+    def counting(config):
+        calls.append(config.run_id)
+        return build(config)
+
+    for module in (build_module, loop, ray_async):
+        monkeypatch.setattr(module, "build", counting)
+    made = make()
+    assert CONFIG.run_id in calls
+    if isinstance(made, (loop.ActorLearner, ray_async.RolloutWorker)):
+        assert made.task.frictions is made.frictions and made.frictions.max_delay == 2
+
+
+def test_a_failure_names_the_field_or_is_left_as_the_component_raised_it():
+    with pytest.raises(ValueError, match=r"^estimator_kwargs: eta must"):
+        build_method("dg", {"eta": -1.0})
+    with pytest.raises(ValueError, match=r"^eta must"):
+        build_method("dg", {"eta": -1.0}, named=False)
+    with pytest.raises(ValueError, match=r"^controllers\[0\] gac: "):
+        build_method("reinforce", {}, controllers=(("gac", {"c_proj": "x"}),))
+    with pytest.raises(ValueError, match=r"^frictions\[0\] landmine: "):
+        build_frictions((("landmine", {"p_bug": 2.0}),))
+    with pytest.raises(ValueError, match=r"^staleness: "):
+        build_frictions((), {"D": 3})
+    with pytest.raises(ValueError, match=r"^estimator_kwargs: eta must"):  # validation builds through it
+        CONFIG.replace(estimator_kwargs={"eta": -1.0})
+
+
+def test_a_label_friction_is_refused_on_a_task_without_a_label_reward_even_when_inactive():
+    with pytest.raises(ValueError, match=r"frictions\[0\] label_flip: flips the label"):
+        RunConfig(task="gaussian_bandit", frictions=(("label_flip", {"p": 0.0}),))
