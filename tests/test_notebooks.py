@@ -4,6 +4,7 @@ again with one seed of every configuration diverged, which every claim must coun
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pytest
@@ -49,17 +50,23 @@ def plant_diverged_seed(store: ResultsStore, jobs) -> int:
     return changed
 
 
+@pytest.fixture(scope="session")
+def shared_results(tmp_path_factory):
+    """One results folder for every figure in every xdist worker of the session: a job that several
+    figures share runs once (the store's claims make a second sweep wait for it, not rerun it)."""
+    return tmp_path_factory.getbasetemp().parent / "quick-results"
+
+
 @pytest.mark.parametrize("name", FIGURES)
-def test_figure_reproduces_and_its_claims_pass_and_count_a_diverged_seed(name, tmp_path):
+def test_figure_reproduces_and_its_claims_pass_and_count_a_diverged_seed(name, tmp_path, shared_results):
     if name.startswith("mnist"):
         from sandbox.envs.mnist import find_test_split
 
         if find_test_split() is None:
             pytest.skip("the MNIST test split was not found: put t10k-images-idx3-ubyte.gz and "
                         "t10k-labels-idx1-ubyte.gz in ../shared/data/mnist or set SANDBOX_MNIST_DIR")
-    run = dict(fidelity="quick", results_dir=tmp_path / "results", notebooks_dir=tmp_path / "notebooks", workers=1,
-               progress=False)
-    (outcome,) = reproduce([name], figures_dir=tmp_path / "figures", **run)
+    run = dict(fidelity="quick", notebooks_dir=tmp_path / "notebooks", workers=1, progress=False)
+    (outcome,) = reproduce([name], figures_dir=tmp_path / "figures", results_dir=shared_results, **run)
     assert outcome.error is None, outcome.error
     assert outcome.claims, "the notebook recorded no claims"
     failed = [f"{c.name}: {c.interval}" for c in outcome.claims if c.passed is False]
@@ -67,11 +74,14 @@ def test_figure_reproduces_and_its_claims_pass_and_count_a_diverged_seed(name, t
     assert {p.suffix for p in outcome.files} == {".png", ".pdf"}
     assert (tmp_path / "notebooks").glob("*.ipynb")
 
-    # every seed counts: the same figure with one seed of each configuration diverged
+    # every seed counts: the same figure with one seed of each configuration diverged (in a copy of its results)
     jobs = select([name])[0].jobs("quick")
-    if not plant_diverged_seed(ResultsStore(tmp_path / "results"), jobs):
+    shared, own = ResultsStore(shared_results), ResultsStore(tmp_path / "results")
+    for job_id in {j.id for j in jobs}:
+        shutil.copy2(shared.path(job_id), own.path(job_id))
+    if not plant_diverged_seed(own, jobs):
         return  # no training run behind this figure (closed forms, exact moments)
-    (planted,) = reproduce([name], figures_dir=tmp_path / "planted", rerun=True, **run)
+    (planted,) = reproduce([name], figures_dir=tmp_path / "planted", results_dir=own.root, rerun=True, **run)
     assert planted.claims, f"with a diverged seed the notebook crashed: {planted.error}"
     assert planted.error is None or any(c.passed is False for c in planted.claims), planted.error
     seeds = {c.name: c.n for c in outcome.claims}
