@@ -250,6 +250,7 @@ def figures():
     return next(iter(registries.values())).load()
 
 
+@shared_fingerprints()
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",
               figures_dir: str | os.PathLike | None = None, notebooks_dir: str | os.PathLike | None = None,
               workers: int | None = None, backend: str = "local", progress: bool = True,
@@ -261,13 +262,6 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     even when their inputs did not change; ``base_seed`` K moves every job's seeds by
     K·SEED_STRIDE (``offset_seeds``): an independent replication. The sweeps' workers and the
     notebooks' kernels share the fingerprints they compute (``shared_fingerprints``)."""
-    with shared_fingerprints():
-        return _reproduce(names, fidelity, results_dir, figures_dir, notebooks_dir, workers, backend, progress,
-                          ray_address, rerun, base_seed)
-
-
-def _reproduce(names, fidelity, results_dir, figures_dir, notebooks_dir, workers, backend, progress, ray_address,
-               rerun, base_seed) -> list[FigureOutcome]:
     started = time.perf_counter()
     registry = figures()
     if fidelity not in registry.FIDELITIES:

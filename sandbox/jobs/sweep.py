@@ -174,6 +174,7 @@ def unique_jobs(jobs: Sequence[Job]) -> list[Job]:
     return list(seen.values())
 
 
+@shared_fingerprints()
 def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", workers: int | None = None,
               progress: bool = True, ray_address: str | None = None, desc: str = "sweep",
               plugins: Sequence[str] | None = None, accept_stale_code: bool | Collection[str] | None = None,
@@ -195,13 +196,6 @@ def run_sweep(jobs: Sequence[Job], store: ResultsStore, backend: str = "local", 
     a callable ``announce(plan, finished_ids)`` says it instead. This process and its workers
     share the fingerprints they compute (``shared_fingerprints``).
     """
-    with shared_fingerprints():
-        return _run_sweep(jobs, store, backend, workers, progress, ray_address, desc, plugins, accept_stale_code,
-                          poll_seconds, lock_timeout, announce)
-
-
-def _run_sweep(jobs, store, backend, workers, progress, ray_address, desc, plugins, accept_stale_code, poll_seconds,
-               lock_timeout, announce) -> SweepReport:
     check_choice("backend", backend, BACKENDS)
     if not isinstance(store, ResultsStore):
         raise ValueError(f"store must be a ResultsStore, got {type(store).__name__}")
