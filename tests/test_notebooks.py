@@ -14,8 +14,10 @@ from sandbox.reproduce import reproduce
 from sandbox.runtime.config import RunConfig
 from simulations import select
 
-#: figures that start Ray run in the same xdist worker as the Ray tests (one Ray at a time)
-FIGURES = [pytest.param(f.name, marks=pytest.mark.xdist_group("ray")) if f.group == "llm" else f.name
+#: figures whose jobs start Ray run in the same xdist worker as the Ray tests (one Ray at a time);
+#: the others anywhere (that worker's queue is the suite's longest)
+FIGURES = [pytest.param(f.name, marks=pytest.mark.xdist_group("ray"))
+           if any(j.fn.startswith("sandbox.runtime.ray_async:") for j in f.jobs("quick")) else f.name
            for f in select()]
 #: columns that say what a row is, not what was measured
 IDENTITY = {"run_id", "label", "step", "member", "seed", "replicate", "wall_time", "diverged"}
