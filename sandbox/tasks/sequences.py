@@ -133,7 +133,10 @@ class TransformerSequenceTask(Task):
     def build_policy(self) -> Policy:
         """The transformer of the task's knobs, or the registered ``policy_family`` built as
         ``cls(vocab=, prompt_len=, answer_len=, dtype=, **policy_kwargs)``."""
-        check_choice("policy_family", self.policy_family, tuple(POLICIES.names()))
+        try:  # a plugin's policy is imported here if not yet (``$SANDBOX_PLUGINS``)
+            family = POLICIES.get(self.policy_family)
+        except ValueError as err:
+            raise ValueError(f"policy_family: {err}") from None
         if not isinstance(self.policy_kwargs, dict):
             raise ValueError(f"policy_kwargs must be a dict, got {type(self.policy_kwargs).__name__}")
         if self.policy_family == "transformer":
@@ -141,9 +144,8 @@ class TransformerSequenceTask(Task):
                 raise ValueError(f"policy_kwargs: the transformer's knobs are the task's fields (width, layers …), "
                                  f"got {sorted(self.policy_kwargs)}")
             return TransformerPolicy(self.model, self.torch_dtype, self.share_prompts)
-        return POLICIES.get(self.policy_family)(vocab=self.vocab, prompt_len=self.prompt_len,
-                                                answer_len=self.answer_len, dtype=self.torch_dtype,
-                                                **self.policy_kwargs)
+        return family(vocab=self.vocab, prompt_len=self.prompt_len,
+                      answer_len=self.answer_len, dtype=self.torch_dtype, **self.policy_kwargs)
 
     @property
     def torch_dtype(self) -> torch.dtype:
