@@ -1,13 +1,18 @@
-"""A task is an environment composed with a policy family, in functional form over population
-parameters ``[S, ...]`` (S seeds train as one batched computation).
+"""A task is ``Task(environment, policy, objective)``: an ``Environment`` (``sandbox.envs.base``) ×
+a ``Policy`` (``sandbox.policies.base``) × the loss the learner differentiates
+(``sandbox.objectives``), in functional form over population parameters ``[S, ...]`` (S seeds
+train as one batched computation).
 
 The runtime owns everything else. Its one actor (``sandbox.runtime.actor``) asks the task for a
 batch of contexts, the policy's samples under the friction stack's sampling chain and the rewards;
 its one learner (``sandbox.runtime.learner``) asks the task to score a rollout under the learner's
-parameters and builds ``PGTerms``. A task only says *what* its environment and policy are:
+parameters and builds ``PGTerms``. ``Task`` writes each of these calls once, for every family:
 
     draw_batch → friction_context → sample (policy + chain) → reward      (actor side)
     score → (the learner: terms → objective) → evaluate / update_diagnostics   (learner side)
+
+A registered task (``register_task``) is a dataclass of knobs whose ``__post_init__`` validates
+them and builds ``environment``, ``policy`` and ``objective``; it overrides none of the calls.
 """
 
 from __future__ import annotations

@@ -144,8 +144,12 @@ class TransformerSequenceTask(Task):
                 raise ValueError(f"policy_kwargs: the transformer's knobs are the task's fields (width, layers …), "
                                  f"got {sorted(self.policy_kwargs)}")
             return TransformerPolicy(self.model, self.torch_dtype, self.share_prompts)
-        return family(vocab=self.vocab, prompt_len=self.prompt_len,
-                      answer_len=self.answer_len, dtype=self.torch_dtype, **self.policy_kwargs)
+        policy = family(vocab=self.vocab, prompt_len=self.prompt_len, answer_len=self.answer_len,
+                        dtype=self.torch_dtype, **self.policy_kwargs)
+        if policy.temperature != 1.0:  # the task's temperature knob is the sampler's τ_s (sandbox.policies.base)
+            raise ValueError(f"policy_kwargs: a sequence task's policy has temperature 1 (the task's temperature "
+                             f"is the sampler's), got {policy.temperature}")
+        return policy
 
     @property
     def torch_dtype(self) -> torch.dtype:
