@@ -11,6 +11,7 @@ the learner scores, evaluation and the actor sample softmax(z/τ).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -119,7 +120,7 @@ class HFTextTask(Task):
                              "that has one)")
         self.new_tokens = self.max_new_tokens or self.text_env.max_answer_chars + 1
         self.reward_range = tuple(self.text_env.reward_range)
-        tokenizer = lambda: self.tok  # noqa: E731  (a pretrained one is loaded on first use)
+        tokenizer = functools.partial(getattr, self, "tok")  # a pretrained one is loaded on first use
         self.environment = TextEnvironment(self.text_env, tokenizer, self.new_tokens, self.prompts_per_step,
                                            self.samples_per_prompt, self.eval_prompts, self.chat)
         self.policy = HFPolicy(self.build_model, tokenizer, self.new_tokens, self.temperature, self.logprob,
