@@ -80,3 +80,20 @@ def test_policy_family_knobs_are_checked(linear_softmax):
         make_task("reverse_copy", policy_kwargs={"width": 8})
     with pytest.raises(ValueError, match="backward='screened' re-runs the kept rows"):
         make_task("reverse_copy", policy_family="linear_softmax", backward="screened")
+
+
+def test_a_task_is_its_three_parts():
+    """``Task(environment, policy, objective)`` built by hand is the registered task: the same rollout
+    and the same learner scores, bit for bit."""
+    from sandbox.tasks import Task
+
+    registered = make_task("reverse_copy", **SEQ)
+    by_hand = Task(registered.environment, registered.policy, registered.objective, population=2)
+    runs = []
+    for task in (registered, by_hand):
+        params = task.init_params(derived_generator(0, "init"))
+        rollout = collect(task, params, 0, derived_generator(0, "roll"), 0)
+        runs.append((rollout, task.score(params, rollout, grad=False).logp))
+    (a, la), (b, lb) = runs
+    assert torch.equal(a.actions, b.actions) and torch.equal(a.behavior_logp, b.behavior_logp)
+    assert torch.equal(a.rewards, b.rewards) and torch.equal(la, lb)
