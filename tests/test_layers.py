@@ -114,3 +114,84 @@ def test_entry_points_name_every_module_that_provides(group, folder, marker):
                  for f in (ROOT / folder).glob("*.py") if marker in f.read_text()}
     declared = {entry.module for entry in entry_points_of(group).values()}
     assert providers <= declared, f"add {sorted(providers - declared)} to [project.entry-points.{group!r}]"
+
+
+# ----------------------------------------------------------------------------- the protocols
+def _registered_tasks():
+    from sandbox.tasks import TASKS, load_tasks
+
+    load_tasks()
+    return [(name, TASKS.get(name)) for name in TASKS.names()]
+
+
+def test_every_registered_task_is_the_one_generic_task():
+    """No task subclass per family holds actor or learner logic: a registered task is the generic
+    ``Task`` (its knobs and how it builds the environment, the policy and the objective) and
+    overrides none of the calls ``Task`` writes once."""
+    from sandbox.tasks.base import TASK_CALLS, Task
+
+    for name, cls in _registered_tasks():
+        assert issubclass(cls, Task), name
+        overridden = [call for call in TASK_CALLS if getattr(cls, call) is not getattr(Task, call)]
+        assert not overridden, f"task {name!r} ({cls.__qualname__}) overrides {overridden}: put it in its environment or policy"
+
+
+def test_no_module_of_the_tasks_folder_but_base_writes_an_actor_or_learner_call():
+    """The family modules (bandits, MNIST, sequences, text) define knobs, builders and diagnostics
+    hooks; the calls themselves are written once, in tasks/base.py."""
+    from sandbox.tasks.base import TASK_CALLS
+
+    for path in sorted((ROOT / "tasks").glob("*.py")):
+        if path.name == "base.py":
+            continue
+        defined = {node.name for cls in ast.walk(ast.parse(path.read_text())) if isinstance(cls, ast.ClassDef)
+                   for node in cls.body if isinstance(node, ast.FunctionDef)}
+        assert not defined & set(TASK_CALLS), f"{path.name} defines {sorted(defined & set(TASK_CALLS))}"
+
+
+@pytest.mark.parametrize("name", ["bandit", "gaussian_bandit", "mnist", "reverse_copy", "sequences", "bit_parity",
+                                  "key_value", "subsequence_match", "hf_text", "text_reverse", "text_parity",
+                                  "text_arithmetic"])
+def test_every_registered_task_composes_an_environment_and_a_policy(name):
+    """Built with its defaults (no data read, no model built yet), a task is ``Environment`` ×
+    ``Policy`` × ``Objective``; the list above is every registered task (checked below)."""
+    from sandbox.envs.base import Environment
+    from sandbox.objectives import Objective
+    from sandbox.policies.base import Policy
+    from sandbox.tasks import make_task
+
+    task = make_task(name, **({"download": False} if name == "mnist" else {}))
+    assert isinstance(task.environment, Environment) and isinstance(task.policy, Policy)
+    assert isinstance(task.objective, Objective)
+
+
+def test_the_composition_test_names_every_registered_task():
+    names = {name for name, _ in _registered_tasks()}
+    listed = set(test_every_registered_task_composes_an_environment_and_a_policy.pytestmark[0].args[1])
+    assert names == listed, f"add {sorted(names - listed)} to the parametrisation above"
+
+
+def test_every_registered_policy_implements_the_protocol():
+    """Every registered policy family (tabular, MLP, transformer, causal LM, plugins) is a concrete
+    ``Policy``: init, sample (the one decode loop) and score (the one scorer) all written."""
+    import inspect
+
+    from sandbox.policies.base import POLICIES, Policy
+
+    _registered_tasks()  # the task modules import every built-in policy family
+    assert {"tabular", "mlp", "transformer", "causal_lm"} <= set(POLICIES.names())
+    for name in POLICIES.names():
+        cls = POLICIES.get(name)
+        assert issubclass(cls, Policy) and not inspect.isabstract(cls), name
+
+
+def test_one_scorer_for_the_learner():
+    """The learner scores a rollout only through ``Task.score``, which calls the policy's scorer:
+    no per-family path beside it (the runtime never asks a policy or a model directly)."""
+    import inspect
+
+    from sandbox.tasks.base import Task
+
+    learner = (ROOT / "runtime" / "learner.py").read_text()
+    assert "task.score(" in learner and ".policy." not in learner and ".model." not in learner
+    assert "self.policy.scored(" in inspect.getsource(Task.score)

@@ -4,8 +4,10 @@ context x in, one of K actions out, reward R(x, a) (default 1[a = y(x)]); no mod
 An environment holds the state of S seeds (``population``; e.g. each seed's correct arms), drawn
 by ``reset`` from the task's generator before the policy's parameters. Contexts are ids ``[S, n]``;
 ``features`` is what the policy sees of them (the ids themselves, or pixels). The task composes it
-with a categorical policy (``sandbox.policies.categorical``) and an objective
-(``sandbox.tasks.categorical.CategoricalTask``).
+with a categorical policy (``sandbox.policies.categorical``) and an objective through
+``ContextualEnvironment``, the family's ``Environment``: rows are ``samples_per_context`` draws for
+each of ``batch_size`` contexts, grouped as the problem says (``enumerated``: the K actions of each
+of the problem's enumerated contexts).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
+
+from sandbox.envs.base import Batch, Contexts, Environment
 
 
 class ContextualEnv(ABC):
@@ -75,4 +79,53 @@ class ContextualEnv(ABC):
         """Metrics ``[S]`` (``error`` first) of the policy whose logits of features are ``logits_of``."""
 
 
-__all__ = ["ContextualEnv"]
+class ContextualEnvironment(Environment):
+    """A ``ContextualEnv`` (``env``) as an ``Environment``: ``batch_size`` contexts a step, each
+    ``samples_per_context`` times (``enumerated``: every action of each enumerated context)."""
+
+    def __init__(self, env: ContextualEnv, batch_size: int, samples_per_context: int, enumerated: bool) -> None:
+        self.env, self.batch_size, self.samples_per_context, self.enumerated = env, batch_size, samples_per_context, enumerated
+
+    @property
+    def population(self) -> int:
+        return self.env.population
+
+    @property
+    def reward_range(self) -> tuple[float, float]:
+        return self.env.reward_range
+
+    def reset(self, generator):
+        self.env.reset(generator)
+
+    def draw_batch(self, generator):
+        if self.enumerated:  # every action of each context is enumerated
+            contexts = self.env.enumerated_contexts(self.batch_size, generator)
+            return Batch(obs=contexts, rows=contexts, group=torch.arange(contexts.shape[-1]))
+        n, m = self.batch_size, self.samples_per_context
+        contexts = self.env.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
+        return Batch(obs=contexts, rows=contexts, group=self.env.group_ids(contexts, m))
+
+    def observe(self, obs, extras):
+        run = self.env.n_actions if self.enumerated else self.samples_per_context
+        return Contexts(obs, self.env.features, run, self.enumerated)
+
+    def correct_answers(self, batch):
+        return self.env.labels(batch.obs).unsqueeze(-1)
+
+    def wrong_answers(self, batch):
+        return self.env.wrong_labels(batch.obs).unsqueeze(-1)
+
+    def reward(self, batch, actions, generator):
+        return self.env.sample_rewards(batch.obs, actions[..., 0], generator)
+
+    def rollout_extras(self, batch, correct, frictions):
+        return {"labels": correct[..., 0]}
+
+    def target(self, extras):
+        return extras["labels"].unsqueeze(-1)
+
+    def evaluate(self, policy, params, generator):
+        return self.env.evaluate(lambda features: policy.logits(params, features), params[0].dtype)
+
+
+__all__ = ["ContextualEnv", "ContextualEnvironment"]

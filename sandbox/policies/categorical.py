@@ -2,21 +2,25 @@
 of S independent members (parameters ``[S, ...]``, a list of tensors that live outside the policy).
 
 Implemented by the tabular softmax (``sandbox.policies.tabular``, features = context ids) and the
-MLP (``sandbox.policies.mlp``, features = pixels); composed with a contextual environment
-(``sandbox.envs.contextual``) by ``sandbox.tasks.categorical.CategoricalTask``.
+MLP (``sandbox.policies.mlp``, features = pixels); a ``Policy`` (``sandbox.policies.base``) over
+the ``Contexts`` a contextual environment shows (``sandbox.envs.contextual``): one position, T = 1,
+π(a|x) = softmax(z(x))_a (τ = 1).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
 import torch
 from torch import Tensor
 
+from sandbox.policies.base import Policy, PolicySample, Scored
+from sandbox.policies.decode import Versions, decode, fresh, teacher_forced
 
-class CategoricalPolicy(ABC):
+
+class CategoricalPolicy(Policy):
     """init → params ``[S, ...]``; ``logits(params, features)`` → ``[S, n, K]``."""
 
     #: a forward per row costs: rows that come in runs of one context are computed once per run
@@ -32,6 +36,55 @@ class CategoricalPolicy(ABC):
     @abstractmethod
     def logits(self, params: Sequence[Tensor], features: Tensor) -> Tensor:
         """``[S, n, K]`` logits of features ``[S, n, …]``."""
+
+    def context_logits(self, params: Sequence[Tensor], obs) -> Tensor:
+        """``[S, R, K]`` for the ``Contexts`` ``obs``. A policy computed ``once_per_context`` runs once
+        per run of identical contexts (a context's samples, or its enumerated actions; checked first)."""
+        contexts, r = obs.ids, obs.run
+        dtype = params[0].dtype
+        if self.once_per_context and r > 1 and contexts.shape[-1] % r == 0:
+            distinct = contexts[..., ::r]
+            if torch.equal(distinct.repeat_interleave(r, -1), contexts):
+                return self.logits(params, obs.features(distinct, dtype)).repeat_interleave(r, -2)
+        return self.logits(params, obs.features(contexts, dtype))
+
+    def sample(self, params, obs, chain, generator, versions=None):
+        # one position, whose distribution no token precedes: any action is scored by the drawn one
+        one = Versions.single(params, 1)
+        out = decode(lambda p, _: self.context_logits(p, obs), one, chain, fresh(generator), obs.ids.shape, keep=True)
+        return PolicySample(out.actions, out.logp, teacher_forced(lambda p, a: out.log_probs, one, out))
+
+    def score(self, params, obs, actions):
+        return torch.log_softmax(self.context_logits(params, obs), -1).gather(-1, actions)
+
+    def scored(self, params, obs, actions, target=None):
+        """log π of the actions and of the labels ``target`` from one log π(·|x), with the
+        probabilities and the per-row gradient norms as lazy providers (for baselines)."""
+        if obs.enumerated and self.scores_enumerated_contexts:
+            return self._score_enumerated(params, obs, target)
+        log_probs = torch.log_softmax(self.context_logits(params, obs), -1)  # [S, R, K]
+        return Scored(
+            logp=log_probs.gather(-1, actions),  # [S, R, 1]
+            target_logp=None if target is None else log_probs.gather(-1, target),
+            providers={
+                "probs": lambda: log_probs.detach().exp(),
+                "grad_sq_norms": lambda: self.grad_sq_norms(params, obs.features(obs.ids, params[0].dtype), actions[..., 0]),
+            },
+        )
+
+    def _score_enumerated(self, params, obs, target):
+        """Every (context, action) row from one log π(·|x) per context: rows n·K in context order."""
+        K = obs.run
+        log_probs = self.log_probs(params, obs.features(obs.ids[:, ::K], params[0].dtype))  # [S, n, K]
+        S, n, _ = log_probs.shape
+        return Scored(
+            logp=log_probs.reshape(S, n * K, 1),
+            target_logp=None if target is None else log_probs.gather(-1, target[:, ::K]).repeat_interleave(K, dim=1),
+            providers={"probs": lambda: log_probs.detach().exp().repeat_interleave(K, dim=1)},
+        )
+
+    def token_logits(self, params, obs, actions):
+        return self.context_logits(params, obs).unsqueeze(-2)  # [S, R, 1, K]
 
     def log_probs(self, params: Sequence[Tensor], features: Tensor) -> Tensor:
         """log π(·|x) ``[S, n, K]``."""

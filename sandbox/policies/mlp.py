@@ -20,9 +20,11 @@ import torch
 from torch import Tensor
 
 from sandbox.core.validation import check_int, check_range, check_tensor
+from sandbox.policies.base import register_policy
 from sandbox.policies.categorical import CategoricalPolicy
 
 
+@register_policy("mlp")
 @dataclass(frozen=True)
 class MLP(CategoricalPolicy):
     """Sizes of the policy d_in → hidden (ReLU) → n_out; the parameters live outside (a list)."""
@@ -37,6 +39,10 @@ class MLP(CategoricalPolicy):
         check_int("d_in", self.d_in, low=1)
         check_int("hidden", self.hidden, low=1)
         check_int("n_out", self.n_out, low=2)
+
+    @property
+    def n_actions(self) -> int:
+        return self.n_out
 
     @property
     def n_params(self) -> int:

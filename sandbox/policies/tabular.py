@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.policies.base import register_policy
 from sandbox.policies.categorical import CategoricalPolicy
 
 
@@ -31,6 +32,7 @@ def init_table(population: int, n_contexts: int, n_actions: int, std: float, gen
     return std * torch.randn(population, n_contexts, n_actions, generator=generator, dtype=dtype)
 
 
+@register_policy("tabular")
 @dataclass(frozen=True)
 class TabularPolicy(CategoricalPolicy):
     """Softmax over a logit table of ``n_contexts × n_actions`` per member, initialised N(0, init_std²)."""

@@ -107,7 +107,7 @@ def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequen
     with torch.no_grad():
         params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
         chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
-        logits = task.logits(params, batch.obs)
+        logits = task.policy.context_logits(params, task.environment.observe(batch.obs, batch.extras))
         mu = chain.distribution(logits)[1]  # [S, n, K]
         reported = None if chain.reports_sampled else chain.reporting().distribution(logits)[0]
     S, n, K = mu.shape

@@ -1,5 +1,6 @@
-"""Tasks: an environment composed with a policy family (+ an objective variant: exact enumeration,
-screened Kondo). ``make_task(name, **fields)``; ``TASKS.names()`` lists them."""
+"""Tasks: ``Task(environment, policy, objective)`` — an environment × a policy family × an objective
+variant (plain, exact enumeration, screened Kondo), the actor's and the learner's calls written
+once. ``make_task(name, **fields)``; ``TASKS.names()`` lists them."""
 
 from sandbox.tasks.base import (
     TASKS,

@@ -13,13 +13,13 @@ from sandbox.envs.bandits import BanditEnv, GaussianBanditEnv
 from sandbox.frictions.base import FrictionStack
 from sandbox.objectives import MODES
 from sandbox.policies.tabular import TabularPolicy
-from sandbox.tasks.base import register_task
-from sandbox.tasks.categorical import CategoricalTask
+from sandbox.tasks.base import Task, register_task
+from sandbox.tasks.categorical import compose
 
 
 @register_task("bandit")
 @dataclass
-class Bandit(CategoricalTask):
+class Bandit(Task):
     """N contexts × K arms, one correct arm per context (drawn per seed), tabular softmax policy.
 
     mode='sampled': each step draws ``batch_size`` contexts uniformly and ``samples_per_context``
@@ -27,6 +27,8 @@ class Bandit(CategoricalTask):
     context, every action, weighted by μ); baselines must then be ``constant`` or ``confidence``.
     """
 
+    #: the reward is 1[a = y] for a label y (what ``label_flip`` flips; ``RunConfig`` checks)
+    label_reward = True
     default_lr = 0.1  # Adam on tabular logits: K = 10 reaches error 0.002 in 200 steps (1e-3 stayed at 0.86)
 
     N: int = 1  # contexts
@@ -50,8 +52,11 @@ class Bandit(CategoricalTask):
         check_choice("mode", self.mode, tuple(MODES))
         self.objective = MODES[self.mode]
         check_choice("dtype", self.dtype, ("float32", "float64"))
-        self.env = BanditEnv(self.population, self.N, self.K, self.torch_dtype)
-        self.policy = TabularPolicy(self.N, self.K, self.init_std, self.torch_dtype)
+        compose(self, self.make_env(), TabularPolicy(self.N, self.K, self.init_std, self.torch_dtype),
+                reference_estimators=self.reference_estimators)
+
+    def make_env(self) -> BanditEnv:
+        return BanditEnv(self.population, self.N, self.K, self.torch_dtype)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -87,7 +92,9 @@ class GaussianBandit(Bandit):
         if self.K != 2:
             raise ValueError(f"gaussian_bandit has exactly K=2 arms, got K={self.K}")
         super().__post_init__()
-        self.env = GaussianBanditEnv(self.population, self.N, self.K, self.torch_dtype, mu=self.mu, sigma=self.sigma)
+
+    def make_env(self) -> BanditEnv:
+        return GaussianBanditEnv(self.population, self.N, self.K, self.torch_dtype, mu=self.mu, sigma=self.sigma)
 
 
 __all__ = ["Bandit", "GaussianBandit"]

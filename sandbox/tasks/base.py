@@ -1,21 +1,25 @@
-"""A task is an environment composed with a policy family, in functional form over population
-parameters ``[S, ...]`` (S seeds train as one batched computation).
+"""A task is ``Task(environment, policy, objective)``: an ``Environment`` (``sandbox.envs.base``) ×
+a ``Policy`` (``sandbox.policies.base``) × the loss the learner differentiates
+(``sandbox.objectives``), in functional form over population parameters ``[S, ...]`` (S seeds
+train as one batched computation).
 
 The runtime owns everything else. Its one actor (``sandbox.runtime.actor``) asks the task for a
 batch of contexts, the policy's samples under the friction stack's sampling chain and the rewards;
 its one learner (``sandbox.runtime.learner``) asks the task to score a rollout under the learner's
-parameters and builds ``PGTerms``. A task only says *what* its environment and policy are:
+parameters and builds ``PGTerms``. ``Task`` writes each of these calls once, for every family:
 
     draw_batch → friction_context → sample (policy + chain) → reward      (actor side)
     score → (the learner: terms → objective) → evaluate / update_diagnostics   (learner side)
+
+A registered task (``register_task``) is a dataclass of knobs whose ``__post_init__`` validates
+them and builds ``environment``, ``policy`` and ``objective``; it overrides none of the calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -26,8 +30,11 @@ from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_memory, gib
+from sandbox.envs.base import Batch, Environment
 from sandbox.frictions.base import FrictionContext, FrictionStack
+from sandbox.frictions.precision import k3_kl
 from sandbox.objectives import PLAIN, Objective
+from sandbox.policies.base import Policy, PolicySample, Scored
 from sandbox.policies.decode import Versions
 
 TASKS: Registry[Task] = Registry("task")
@@ -75,62 +82,65 @@ def check_task_memory(task: Task, param_snapshots: int = 0, batch_snapshots: int
                              f"a step's batch {gib(batch)}" + (f" × {1 + batch_snapshots}" if batch_snapshots else ""))
 
 
-@dataclass
-class Batch:
-    """What the environment drew for one step: ``obs`` (what the policy conditions on: context ids,
-    images, prompts), ``rows`` (the context of each of the B rows, for rewards and frictions),
-    ``group`` (baseline group per row) and environment-specific ``extras``."""
-
-    obs: Any
-    rows: Any
-    group: Tensor
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class PolicySample:
-    """Tokens ``[*P, B, T]`` drawn by the actor, their log-probs under its sampling chain, and
-    ``logp_of(actions)``: the per-token log-probs of any tokens under the same actor (for the true μ
-    of rows a friction replaces)."""
-
-    actions: Tensor
-    logp: Tensor
-    logp_of: Callable[[Tensor], Tensor]
-
-
-@dataclass
-class Scored:
-    """The learner's view of a rollout: differentiable ``logp [*P, B, T]``, the supervised target's
-    log-probs (or None) and lazy providers of the extra inputs baselines may need
-    (``probs``, ``grad_sq_norms``; ``rho`` and ``mask`` are supplied by the learner)."""
-
-    logp: Tensor
-    target_logp: Tensor | None = None
-    providers: dict[str, Callable[[], Tensor]] = field(default_factory=dict)
-
-
 class Task(ABC):
-    """Subclasses are dataclasses (their fields are the task's knobs, each with a comment) registered by name."""
+    """``Task(environment, policy, objective)``: the actor's and the learner's calls, written once.
 
-    population: int
-    frictions: FrictionStack
-    #: the actor samples at this temperature and ε (fields of tasks that expose them)
+    ``environment`` is an ``Environment`` (``sandbox.envs.base``), ``policy`` a ``Policy``
+    (``sandbox.policies.base``) and ``objective`` the loss the learner differentiates
+    (``sandbox.objectives``). A registered task is a dataclass of knobs whose ``__post_init__``
+    builds the three parts (and an optional ``diagnostics`` hook); it overrides none of the calls
+    below (``tests/test_layers.py`` checks it). (An ``ABC`` without abstract methods: the classes
+    ``sequence_task`` makes keep the module ``abc`` their fingerprints were stamped with.)
+    """
+
+    population: int = 1
+    frictions: FrictionStack = FrictionStack()
+    environment: Environment
+    policy: Policy
+    #: the loss the learner differentiates (``sandbox.objectives``), chosen from the task's knobs
+    #: (``mode='exact'``, ``backward='screened'``) when it is built
+    objective: Objective = PLAIN
+    #: the actor's chain samples at this temperature, τ·τ_s (the policy's τ times any sampler
+    #: mismatch τ_s: ``sandbox.policies.base``), and ε (fields of tasks that expose them)
     temperature: float = 1.0
     eps_mix: float = 0.0
+    #: μ given to the learner: 'reported' | 'true' (what the actor really sampled from)
+    behavior: str = "reported"
+    #: ``diagnostics(task, params, rollout, grad, estimator, terms_of) → {name: [S]}`` at logged steps
+    diagnostics: Callable[..., dict[str, Tensor]] | None = None
     #: learner settings that learn on this task (``RunConfig`` uses them unless told otherwise)
     default_advantage: ClassVar[str] = "group_mean"
     default_optimizer: ClassVar[str] = "adam"
     default_lr: ClassVar[float] = 1e-3
-    #: its sampler decodes each position with any version's parameters (``sample(versions=…)``:
-    #: a rollout resumed under newer parameters, ``sandbox.frictions.partial``)
-    resumable: ClassVar[bool] = False
-    #: the loss the learner differentiates (``sandbox.objectives``), chosen from the task's knobs
-    #: (``mode='exact'``, ``backward='screened'``) when it is built
-    objective: Objective = PLAIN
-    #: the device types its tensors may live on (``RunConfig.device``), and the run's device, set
-    #: by the loop: random draws stay on the CPU generators and the drawn tensors move there
+    #: the device types its tensors may live on (``RunConfig.device``)
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
-    device: torch.device = torch.device("cpu")
+
+    def __init__(self, environment: Environment, policy: Policy, objective: Objective = PLAIN, *,
+                 population: int = 1, frictions: FrictionStack | None = None, temperature: float = 1.0,
+                 eps_mix: float = 0.0) -> None:
+        self.environment, self.policy, self.objective = environment, policy, objective
+        self.population, self.temperature, self.eps_mix = population, temperature, eps_mix
+        self.frictions = FrictionStack() if frictions is None else frictions
+
+    @property
+    def resumable(self) -> bool:
+        """Its sampler decodes each position with any version's parameters (the policy's)."""
+        return self.policy.resumable
+
+    @property
+    def n_actions(self) -> int:
+        return self.policy.n_actions
+
+    @property
+    def device(self) -> torch.device:
+        """The run's device (set by the loop): random draws stay on the CPU generators and the drawn
+        tensors move there."""
+        return self.environment.device
+
+    @device.setter
+    def device(self, device: torch.device) -> None:
+        self.environment.device = device
+        object.__setattr__(self.policy, "device", device)  # policies may be frozen dataclasses
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions
@@ -140,70 +150,96 @@ class Task(ABC):
         and the learner's activations), from the sizes alone; (0, 0) where the task cannot say."""
         return 0, 0
 
-    # ------------------------------------------------------------------ parameters and environment
-    @abstractmethod
+    # ------------------------------------------------------------------ actor side
     def init_params(self, generator: torch.Generator) -> list[Tensor]:
-        """Initial parameters, each ``[S, ...]`` (environment state such as per-seed labels or a
-        prompt pool is drawn here too, from the same generator)."""
+        """Initial parameters, each ``[S, ...]``; the environment's state (per-seed labels, a prompt
+        pool) is drawn from the same generator, before or after them as the environment says."""
+        if self.environment.state_first:
+            self.environment.reset(generator)
+        params = self.policy.init(self.population, generator)
+        if not self.environment.state_first:
+            self.environment.reset(generator)
+        return params
 
-    @abstractmethod
     def draw_batch(self, generator: torch.Generator) -> Batch:
         """The contexts of one step."""
+        return self.environment.draw_batch(generator)
 
-    @abstractmethod
     def friction_context(self, batch: Batch, seed: int) -> FrictionContext:
         """What frictions may know of the batch (correct and wrong answers, reward range …)."""
+        env = self.environment
+        return FrictionContext(n_actions=self.policy.n_actions, reward_range=env.reward_range,
+                               correct_actions=env.correct_answers(batch), wrong_actions=env.wrong_answers(batch),
+                               seed=seed)
 
-    @abstractmethod
+    def sample(self, params: Sequence[Tensor], batch: Batch, chain: SamplingChain, generator: torch.Generator,
+               versions: Versions | None = None) -> PolicySample:
+        """Draw the batch's tokens with (friction-transformed) actor ``params`` through ``chain``;
+        a ``resumable`` policy decodes position t with ``versions``' parameters instead when given."""
+        return self.policy.sample(params, self.environment.observe(batch.obs, batch.extras), chain, generator, versions)
+
     def reward(self, batch: Batch, actions: Tensor, generator: torch.Generator) -> Tensor:
         """Rewards ``[*P, B]`` of ``actions [*P, B, T]``."""
-
-    # ------------------------------------------------------------------ policy
-    @abstractmethod
-    def sample(self, params: Sequence[Tensor], batch: Batch, chain: SamplingChain,
-               generator: torch.Generator, versions: Versions | None = None) -> PolicySample:
-        """Draw the batch's tokens with (friction-transformed) actor ``params`` through ``chain``;
-        a ``resumable`` task decodes position t with ``versions``' parameters instead when given."""
+        return self.environment.reward(batch, actions, generator)
 
     def token_mask(self, batch: Batch, actions: Tensor) -> Tensor:
-        """Valid tokens ``[*P, B, T]`` (default: all)."""
-        return torch.ones(actions.shape, dtype=torch.bool, device=actions.device)
+        """Valid tokens ``[*P, B, T]``."""
+        return self.environment.token_mask(batch, actions)
 
     def rollout_extras(self, batch: Batch, ctx: FrictionContext, actor_params: Sequence[Tensor],
                        params: Sequence[Tensor], sample: PolicySample) -> dict[str, Tensor]:
-        """Environment-specific tensors the learner or the diagnostics need (default: the batch's)."""
-        return dict(batch.extras)
+        """The environment's tensors for the learner and the diagnostics, and the policy's of its sampler."""
+        extras = self.environment.rollout_extras(batch, ctx.correct_actions, bool(self.frictions))
+        learner = self.policy.sampler_mismatch(self.environment.observe(batch.obs, batch.extras), actor_params,
+                                               params, sample)
+        if learner is not None:  # the k3 KL of the sampler's numerics to the learner's on the same tokens
+            extras["sampler_k3_kl"] = k3_kl(sample.logp, learner, self.environment.token_mask(batch, sample.actions))
+        return extras
 
-    # ------------------------------------------------------------------ learner
-    @abstractmethod
+    # ------------------------------------------------------------------ learner side
     def score(self, params: Sequence[Tensor], rollout: Rollout, grad: bool = True) -> Scored:
-        """The learner's log-probs of the rollout's tokens (differentiable unless ``grad`` is False)."""
+        """The learner's log-probs of the rollout's tokens through the policy's one scorer
+        (differentiable unless ``grad`` is False or the objective rescores the rows it keeps)."""
+        obs = self.environment.observe(rollout.obs, rollout.extras)
+        with torch.set_grad_enabled(grad and not self.objective.rescores and torch.is_grad_enabled()):
+            return self.policy.scored(params, obs, rollout.actions, self.environment.target(rollout.extras))
 
     def learner_rollout(self, rollout: Rollout) -> Rollout:
-        """The rollout as the learner sees it (e.g. MNIST's ``behavior='true'`` hands it true μ)."""
+        """The rollout as the learner sees it (``behavior='true'`` hands it the true μ)."""
+        if self.behavior == "true":
+            return rollout.replace(behavior_logp=rollout.true_behavior_logp)
         return rollout
 
     def token_logits(self, params: Sequence[Tensor], rollout: Rollout) -> Tensor | None:
         """The learner's next-token logits ``[*P, B, T, V]`` at every token of ``rollout`` (no
-        gradient), for the entropy signal (``sandbox.diagnostics.token_entropy``); None (the
-        default) where the task cannot give them."""
-        return None
+        gradient), for the entropy signal (``sandbox.diagnostics.token_entropy``); None where the
+        policy cannot give them."""
+        obs = self.environment.observe(rollout.obs, rollout.extras)
+        with torch.no_grad():
+            return self.policy.token_logits([p.detach() for p in params], obs, rollout.actions)
 
-    @abstractmethod
     def evaluate(self, params: Sequence[Tensor], generator: torch.Generator) -> dict[str, Tensor]:
         """Metrics of the learner, each ``[S]`` (e.g. ``error``)."""
+        return self.environment.evaluate(self.policy, [p.detach() for p in params], generator)
 
     def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor, estimator,
                            terms_of: Callable | None = None) -> dict[str, Tensor]:
-        """Diagnostics of the update ``grad`` [S, D] (e.g. cosines to oracle gradients), each ``[S]``;
+        """Diagnostics of the update ``grad`` [S, D] (the task's ``diagnostics`` hook), each ``[S]``;
         ``terms_of(params, rollout, advantage)`` is the learner's ``PGTerms`` builder, for probes."""
-        return {}
+        if self.diagnostics is None:
+            return {}
+        return self.diagnostics(self, params, rollout, grad, estimator, terms_of)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """Environment state drawn at ``init_params`` (restored by checkpoints)."""
-        return {}
+        return self.environment.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for key, value in state.items():
-            setattr(self, key, value)
+        self.environment.load_state_dict(state)
+
+
+#: the calls ``Task`` writes once: a registered task overrides none of them (tests/test_layers.py)
+TASK_CALLS = ("init_params", "draw_batch", "friction_context", "sample", "reward", "token_mask", "rollout_extras",
+              "score", "learner_rollout", "token_logits", "evaluate", "update_diagnostics", "state_dict",
+              "load_state_dict")

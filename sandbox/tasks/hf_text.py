@@ -1,16 +1,17 @@
-"""The ``hf_text`` task: a ``transformers`` causal LM (``sandbox.policies.hf``) on a text environment
-(``sandbox.envs.text``), trained by the generic loop.
+"""The ``hf_text`` task: the generic ``Task`` of a text environment (``sandbox.envs.text_environment``)
+× a ``transformers`` causal LM (``sandbox.policies.hf.policy``) × the plain objective.
 
 The loop differentiates w.r.t. ``init_params`` — the model's parameters, each with a leading
 population axis of size 1 ([1, *shape]); the learner reads them through
 ``torch.func.functional_call`` (so gradients reach those leaves), the actor copies the (possibly
 stale) parameters into a cached module of the sampler's dtype. One model per run: ``population``
-must be 1; seeds are separate runs.
+must be 1; seeds are separate runs. ``temperature`` is the policy's τ (``sandbox.policies.base``):
+the learner scores, evaluation and the actor sample softmax(z/τ).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -18,26 +19,16 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_choice, check_int, check_range
-from sandbox.envs.text import CharTokenizer, encode_batch, make_text_env
-from sandbox.frictions.base import FrictionContext, FrictionStack
-from sandbox.frictions.precision import k3_kl
+from sandbox.envs.text import CharTokenizer, make_text_env
+from sandbox.envs.text_environment import TextEnvironment
+from sandbox.frictions.base import FrictionStack
 from sandbox.kernels import BACKENDS
-from sandbox.policies.decode import Versions, teacher_forced
-from sandbox.policies.hf import (
-    ARCHS,
-    DTYPES,
-    LOGPROB_METHODS,
-    CausalLMPolicy,
-    load_causal_lm,
-    tiny_causal_lm,
-)
-from sandbox.policies.hf.logprob import forced_logits
+from sandbox.policies.hf import ARCHS, DTYPES, LOGPROB_METHODS, load_causal_lm, tiny_causal_lm
+from sandbox.policies.hf.policy import HFPolicy, last_layers
 from sandbox.policies.hf.pretrained import PRETRAINED, checkpoint_dir, require_pretrained
-from sandbox.policies.hf.sampling import sample_completions, token_mask
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
-from sandbox.tasks.base import Batch, PolicySample, Scored, Task, register_task
+from sandbox.tasks.base import Task, register_task
 
 
 @register_task("hf_text")
@@ -129,7 +120,12 @@ class HFTextTask(Task):
                              "that has one)")
         self.new_tokens = self.max_new_tokens or self.text_env.max_answer_chars + 1
         self.reward_range = tuple(self.text_env.reward_range)
-        self.policy: CausalLMPolicy | None = None
+        tokenizer = functools.partial(getattr, self, "tok")  # a pretrained one is loaded on first use
+        self.environment = TextEnvironment(self.text_env, tokenizer, self.new_tokens, self.prompts_per_step,
+                                           self.samples_per_prompt, self.eval_prompts, self.chat)
+        self.policy = HFPolicy(self.build_model, tokenizer, self.new_tokens, self.temperature, self.logprob,
+                               self.chunk_size, self.backend, self.train_layers)
+        self.diagnostics = rollout_diagnostics
 
     @property
     def tok(self):
@@ -137,10 +133,6 @@ class HFTextTask(Task):
         if self._tok is None:
             self._tok = CheckpointTokenizer(checkpoint_dir(self.model))
         return self._tok
-
-    @property
-    def n_actions(self) -> int:
-        return self.tok.vocab_size
 
     @property
     def batch_size(self) -> int:
@@ -153,132 +145,20 @@ class HFTextTask(Task):
         if self.path is not None:
             model = load_causal_lm(self.path, self.dtype)
             vocab = model.get_input_embeddings().weight.shape[0]
-            if self.n_actions > vocab:
-                raise ValueError(f"the tokenizer has {self.n_actions} tokens but the checkpoint's vocabulary only {vocab}")
+            if self.tok.vocab_size > vocab:
+                raise ValueError(f"the tokenizer has {self.tok.vocab_size} tokens but the checkpoint's vocabulary only {vocab}")
             return model
-        return tiny_causal_lm(self.n_actions, self.hidden, self.layers, self.heads, arch=self.arch,
+        return tiny_causal_lm(self.tok.vocab_size, self.hidden, self.layers, self.heads, arch=self.arch,
                               tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
 
-    def init_params(self, generator):
-        model = self.build_model(generator).to(self.device)
-        self.policy = CausalLMPolicy(model, temperature=self.temperature, method=self.logprob,
-                                     chunk_size=self.chunk_size, backend=self.backend,
-                                     trainable=last_layers(model, self.train_layers) if self.train_layers else None)
-        return self.policy.parameters()
 
-    def _require_policy(self) -> CausalLMPolicy:
-        if self.policy is None:
-            raise ValueError("call init_params first: it builds (or loads) the model")
-        return self.policy
-
-    # ------------------------------------------------------------------ environment
-    def _encode_problems(self, problems, repeat: int) -> dict[str, Tensor]:
-        prompts = [self.tok.chat(p.question) if self.chat else p.prompt for p in problems for _ in range(repeat)]
-        answers = [p.answer for p in problems for _ in range(repeat)]
-        wrong = [self.text_env.wrong_answer(p) for p in problems for _ in range(repeat)]
-        prompt_ids, prompt_mask = encode_batch(self.tok, prompts, side="left")
-        T = self.new_tokens
-        target, _ = encode_batch(self.tok, answers, side="right", length=T, append_eos=True)
-        wrong_ids, _ = encode_batch(self.tok, wrong, side="right", length=T, append_eos=True)
-        move = lambda x: x.to(self.device)  # noqa: E731
-        return {"prompt_ids": move(prompt_ids), "prompt_mask": move(prompt_mask), "target": move(target),
-                "wrong": move(wrong_ids), "answers": answers}
-
-    def draw_batch(self, generator):
-        self._require_policy()
-        n, G = self.prompts_per_step, self.samples_per_prompt
-        rows = self._encode_problems(self.text_env.sample(n, generator), G)
-        return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows,
-                     group=torch.arange(n, device=self.device).repeat_interleave(G))
-
-    def friction_context(self, batch, seed):
-        vocab = self.policy.vocab_size if self.policy is not None else self.n_actions  # the model's, may be > the tokenizer's
-        return FrictionContext(n_actions=vocab, reward_range=self.reward_range,
-                               correct_actions=batch.rows["target"].unsqueeze(0),
-                               wrong_actions=batch.rows["wrong"].unsqueeze(0), seed=seed)
-
-    def score_text(self, actions: Tensor, answers: Sequence[str]) -> Tensor:
-        """Rewards ``[B]`` of completions ``[B, T]`` (the verifier reads text: on the host)."""
-        texts = [self.tok.decode(row, errors="replace") for row in actions.cpu()]
-        return self.text_env.scores(texts, answers).to(actions.device)
-
-    def reward(self, batch, actions, generator):
-        return self.score_text(actions[0], batch.rows["answers"]).unsqueeze(0)
-
-    def token_mask(self, batch, actions):
-        return token_mask(actions, self.tok.eos_id)
-
-    # ------------------------------------------------------------------ policy
-    def sample(self, params, batch, chain, generator, versions=None):
-        module = self._require_policy().actor(params)
-        prompt_ids, prompt_mask = batch.rows["prompt_ids"], batch.rows["prompt_mask"]
-        comp = sample_completions(module, prompt_ids, prompt_mask, max_new_tokens=self.new_tokens,
-                                  eos_id=self.tok.eos_id, pad_id=self.tok.pad_id, generator=generator, chain=chain)
-        # the actor's own log-probs of any tokens [1, B, T] (its dtype and chain), every row recomputed, 0 after EOS
-        forced = lambda m, a: chain.distribution(forced_logits(m, prompt_ids, prompt_mask, a[0]).unsqueeze(0))[0]  # noqa: E731
-        logp_of = teacher_forced(forced, Versions.single(module, self.new_tokens),
-                                 mask_of=lambda a: token_mask(a, self.tok.eos_id))
-        return PolicySample(comp.tokens.unsqueeze(0), comp.logp.unsqueeze(0), logp_of)
-
-    def rollout_extras(self, batch, ctx, actor_params, params, sample):
-        rows = batch.rows
-        extras = {"prompt_mask": rows["prompt_mask"].unsqueeze(0), "target": rows["target"].unsqueeze(0),
-                  "target_mask": token_mask(rows["target"], self.tok.eos_id).unsqueeze(0)}
-        if params[0].dtype != self.policy.dtype:  # precision mismatch: the learner's precision on the same tokens
-            tokens = sample.actions[0]
-            mask = token_mask(tokens, self.tok.eos_id)
-            with torch.no_grad():
-                learner = self.policy.logp(list(actor_params), rows["prompt_ids"], rows["prompt_mask"], tokens, mask)
-            extras["sampler_k3_kl"] = k3_kl(sample.logp, learner.float().unsqueeze(0), mask.unsqueeze(0))
-        return extras
-
-    # ------------------------------------------------------------------ learner
-    def score(self, params, rollout, grad=True):
-        policy = self._require_policy()
-        prompt_ids, prompt_mask = rollout.obs[0], rollout.extras["prompt_mask"][0]
-        with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-            logp = policy.logp(params, prompt_ids, prompt_mask, rollout.actions[0], rollout.mask[0]).unsqueeze(0)
-            # the supervised target (xent): scored once per prompt, shared by its G samples
-            G = self.samples_per_prompt
-            target, target_mask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
-            target_logp = policy.logp(params, prompt_ids[::G], prompt_mask[::G], target[::G], target_mask[::G])
-        return Scored(logp=logp, target_logp=target_logp.repeat_interleave(G, 0).unsqueeze(0))
-
-    # ------------------------------------------------------------------ evaluation
-    def evaluate(self, params, generator):
-        policy = self._require_policy()
-        problems = self.text_env.sample(self.eval_prompts, generator)
-        batch = self._encode_problems(problems, 1)
-        comp = sample_completions(policy.actor([p.detach() for p in params]), batch["prompt_ids"],
-                                  batch["prompt_mask"], max_new_tokens=self.new_tokens, eos_id=self.tok.eos_id,
-                                  pad_id=self.tok.pad_id, generator=generator,
-                                  chain=SamplingChain(temperature=self.temperature))
-        rewards = self.score_text(comp.tokens, batch["answers"])
-        exact = torch.tensor([self.tok.decode(row, errors="replace") == a for row, a in zip(comp.tokens.cpu(), batch["answers"])],
-                             device=self.device)
-        low, high = self.reward_range
-        mean = rewards.mean()
-        return {"reward": mean.reshape(1), "accuracy": exact.float().mean().reshape(1),
-                "error": ((high - mean) / (high - low)).reshape(1)}
-
-    def update_diagnostics(self, params, rollout, grad, estimator, terms_of=None):
-        out = {"rollout_reward": rollout.rewards.float().mean(-1),
-               "response_length": rollout.mask.float().sum(-1).mean(-1)}
-        if "sampler_k3_kl" in rollout.extras:
-            out["sampler_k3_kl"] = rollout.extras["sampler_k3_kl"]
-        return out
-
-
-def last_layers(model: nn.Module, k: int) -> list[str]:
-    """Names of the parameters of the last ``k`` decoder layers and the final norm (Llama/Qwen2
-    layout: ``model.layers.{i}.…``, ``model.norm.…``)."""
-    layers = int(model.config.num_hidden_layers)
-    check_int("train_layers", k, low=1, high=layers)
-    prefixes = tuple(f"model.layers.{i}." for i in range(layers - k, layers)) + ("model.norm.",)
-    names = [name for name, _ in model.named_parameters() if name.startswith(prefixes)]
-    if not names:
-        raise ValueError(f"train_layers: {type(model).__name__} has no parameters named model.layers.* / model.norm.*")
-    return names
+def rollout_diagnostics(task, params, rollout, grad, estimator, terms_of=None) -> dict[str, Tensor]:
+    """The rollout's mean reward and response length, and the sampler's k3 KL where its numerics differ."""
+    out = {"rollout_reward": rollout.rewards.float().mean(-1),
+           "response_length": rollout.mask.float().sum(-1).mean(-1)}
+    if "sampler_k3_kl" in rollout.extras:
+        out["sampler_k3_kl"] = rollout.extras["sampler_k3_kl"]
+    return out
 
 
 @register_task("text_reverse")
@@ -305,4 +185,4 @@ class TextArithmeticTask(HFTextTask):
     env: str = field(default="arithmetic", init=False)
 
 
-__all__ = ["HFTextTask", "TextArithmeticTask", "TextParityTask", "TextReverseTask"]
+__all__ = ["HFTextTask", "last_layers", "TextArithmeticTask", "TextParityTask", "TextReverseTask"]

@@ -12,15 +12,15 @@ from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
 from sandbox.objectives import MODES
 from sandbox.policies.mlp import MLP
-from sandbox.tasks.base import register_task
-from sandbox.tasks.categorical import CategoricalTask
+from sandbox.tasks.base import Task, register_task
+from sandbox.tasks.categorical import compose
 
 BEHAVIOR = ("reported", "true")
 
 
 @register_task("mnist")
 @dataclass
-class MNIST(CategoricalTask):
+class MNIST(Task):
     """The MNIST contextual bandit with an MLP policy per population member.
 
     mode='sampled': each step draws ``batch_size`` images per member and ``samples_per_context``
@@ -33,6 +33,7 @@ class MNIST(CategoricalTask):
     compared with the PG and CE oracles at every logged step (with ``probe_advantage``).
     """
 
+    label_reward = True  # R = 1[a = y] (what ``label_flip`` flips; ``RunConfig`` checks)
     default_advantage = "confidence"  # one sample per image by default: a group baseline would be 0
 
     batch_size: int = 100  # images per step (B)
@@ -63,10 +64,9 @@ class MNIST(CategoricalTask):
         check_int("train_size", self.train_size, low=1, high=9999)
         if self.data_dir is not None:
             check_data_dirs([self.data_dir])
-        self._probes = [make_estimator(name) for name in self.probes]
-        self._probe_advantage = make_advantage(self.probe_advantage)
-        self.env = MNISTEnv(self.population, self.split, self.train_size, self.eval_size, self.data_dir, self.download)
-        self.policy = MLP(784, self.hidden, 10)
+        env = MNISTEnv(self.population, self.split, self.train_size, self.eval_size, self.data_dir, self.download)
+        compose(self, env, MLP(784, self.hidden, 10), [make_estimator(name) for name in self.probes],
+                make_advantage(self.probe_advantage))
 
     def memory(self) -> tuple[int, int]:
         """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the

@@ -22,9 +22,9 @@ from sandbox.policies.tabular import TabularPolicy
 from sandbox.runtime.actor import collect
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import train
-from sandbox.tasks import TASKS, make_task, register_task
+from sandbox.tasks import TASKS, Task, make_task, register_task
 from sandbox.tasks.bandits import Bandit, GaussianBandit
-from sandbox.tasks.categorical import CategoricalTask
+from sandbox.tasks.categorical import compose
 from sandbox.tasks.mnist import MNIST
 
 
@@ -51,7 +51,7 @@ class Modulo(ContextualEnv):
 
 
 @dataclass
-class ModuloTask(CategoricalTask):
+class ModuloTask(Task):
     """The test's environment × the tabular policy: the whole task is its knobs."""
 
     batch_size: int = 12
@@ -62,8 +62,8 @@ class ModuloTask(CategoricalTask):
 
     def __post_init__(self) -> None:
         self.objective = MODES[self.mode]
-        self.env = Modulo(self.population)
-        self.policy = TabularPolicy(self.env.N, self.env.n_actions)
+        env = Modulo(self.population)
+        compose(self, env, TabularPolicy(env.N, env.n_actions))
 
 
 @pytest.fixture

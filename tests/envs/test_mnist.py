@@ -199,7 +199,7 @@ def test_rollout_shapes_rewards_and_groups():
     # the reported log-probs are those of the policy, computed without the deduplication shortcut
     logits = task.policy.logits(params, task.env.features(r.obs))
     torch.testing.assert_close(r.behavior_logp[..., 0], torch.log_softmax(logits, -1).gather(-1, r.actions)[..., 0])
-    torch.testing.assert_close(task.logits(params, r.obs), logits)  # equal up to GEMM rounding
+    torch.testing.assert_close(task.policy.context_logits(params, task.environment.observe(r.obs, {})), logits)  # equal up to GEMM rounding
     # evaluation: greedy error on the fixed evaluation subset
     ev = task.evaluate(params, None)
     want = (task.policy.logits(params, task.env.eval_x).argmax(-1) != task.env.eval_y).float().mean(-1)
@@ -211,7 +211,7 @@ def test_oracles_are_the_ce_gradient_and_the_exact_expected_pg():
     task = MNIST(**{**SMALL, "population": 2})
     params = [p.double() for p in task.init_params(derived_generator(1, "init"))]
     contexts = task.env.sample_contexts(6, derived_generator(1, "ctx"))
-    oracles = task.oracle_directions(params, contexts)
+    oracles = task.diagnostics.oracle_directions(task, params, contexts)
     x, y = task.env.features(contexts).double(), task.env.labels(contexts)
     leaves = [p.clone().requires_grad_(True) for p in params]
     log_probs = torch.log_softmax(task.policy.logits(leaves, x), -1)
@@ -239,7 +239,7 @@ def test_exact_mode_is_the_expected_update_of_sampled_reinforce():
     before = [p.detach().clone() for p in run.params]
     run.update(0, rollout)
     moved = torch.cat([(p.detach() - b).reshape(2, -1) for p, b in zip(run.params, before)], -1)
-    oracle = run.task.oracle_directions(before, rollout.obs[:, ::10])["pg"]
+    oracle = run.task.diagnostics.oracle_directions(run.task, before, rollout.obs[:, ::10])["pg"]
     torch.testing.assert_close(moved, oracle, rtol=1e-4, atol=1e-7)
     with pytest.raises(ValueError, match="needs a per-context baseline"):
         learner_terms(run.task, run.params, rollout, make_advantage("group_mean"), None, False)
@@ -261,9 +261,9 @@ def test_min_variance_baseline_uses_the_closed_form_grad_norms():
     task = MNIST(**{**SMALL, "samples_per_context": 4})
     params = task.init_params(derived_generator(0, "init"))
     r = collect(task, params, 0, derived_generator(0, "roll"), 0)
-    got = task.per_sample_grad_sq_norms(params, r.obs, r.actions[..., 0])
+    got = task.policy.grad_sq_norms(params, task.env.features(r.obs), r.actions[..., 0])
     leaves = [p.detach().clone().requires_grad_(True) for p in params]
-    logp = torch.log_softmax(task.logits(leaves, r.obs), -1).gather(-1, r.actions)[..., 0]
+    logp = torch.log_softmax(task.policy.context_logits(leaves, task.environment.observe(r.obs, {})), -1).gather(-1, r.actions)[..., 0]
     for i in (0, 5, 31):
         grads = torch.autograd.grad(logp[1, i], leaves, retain_graph=True)
         torch.testing.assert_close(got[1, i], sum(g.pow(2).sum() for g in grads), rtol=1e-4, atol=1e-6)

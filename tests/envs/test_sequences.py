@@ -334,7 +334,7 @@ def test_staleness_samples_with_the_parameters_of_step_minus_d():
 
 def test_finite_and_easy_prompts():
     task, params = _task(n_prompts=3, prompts_per_step=50)
-    pool = task._pool
+    pool = task.environment._pool
     prompts = _collect(task, params).obs
     for s in range(2):
         assert {tuple(p) for p in prompts[s].tolist()} <= {tuple(p) for p in pool[s].tolist()}

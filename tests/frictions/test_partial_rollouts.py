@@ -71,8 +71,8 @@ def test_each_token_is_scored_by_its_own_version():
     task = _task([], samples=64)
     versions = _versions(task)
     rollout = collect(task, versions[3], 3, derived_generator(0, "draw"), 0, params_of=versions.get, latest=5)
-    old = task.answer_logp(versions[3], rollout.obs, rollout.actions)
-    new = task.answer_logp(versions[5], rollout.obs, rollout.actions)
+    old = task.model.answer_logp(versions[3], rollout.obs, rollout.actions)
+    new = task.model.answer_logp(versions[5], rollout.obs, rollout.actions)
     assert torch.allclose(rollout.true_behavior_logp[..., 0], old[..., 0])
     assert torch.allclose(rollout.true_behavior_logp[..., 1], new[..., 1])
     assert not torch.allclose(old[..., 1], new[..., 1])  # the versions really differ

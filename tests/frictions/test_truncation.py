@@ -108,7 +108,7 @@ def test_sequence_true_mu_matches_frequencies(name, first, report):
     gap, _ = _gap(answers[:, 0] * 3 + answers[:, 1], rollout.true_behavior_logp[0].sum(-1), 9)
     assert gap < 0.02, gap
     if name == "alone":
-        full = task.answer_logp(params, rollout.obs, rollout.actions)
+        full = task.model.answer_logp(params, rollout.obs, rollout.actions)
         assert bool((rollout.true_behavior_logp >= full - 1e-12).all())  # truncation only moves mass onto kept tokens
         if report == "full":
             assert torch.allclose(rollout.behavior_logp, full)

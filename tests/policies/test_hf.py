@@ -189,7 +189,7 @@ def test_xent_objective_is_the_answer_log_likelihood():
     out = task.objective(make_estimator("xent"), terms, rollout)
     target, tmask = rollout.extras["target"][0], rollout.extras["target_mask"][0]
     assert tmask.sum(-1).tolist() == [4] * 12  # three letters and EOS
-    expected = task.policy.logp(params, rollout.obs[0], rollout.extras["prompt_mask"][0], target, tmask)
+    expected = task.policy.lm.logp(params, rollout.obs[0], rollout.extras["prompt_mask"][0], target, tmask)
     torch.testing.assert_close(out.loss, -expected[tmask].mean(), rtol=1e-5, atol=1e-7)
 
 
@@ -226,9 +226,9 @@ def test_precision_mismatch_bf16_sampler_has_positive_k3_kl():
     rollout = collect(task, params, 0, gen(4), 0)
     k3 = rollout.extras["sampler_k3_kl"]
     assert k3.shape == (1,) and 0 < k3.item() < 1e-2
-    assert task.policy._actors[torch.bfloat16].dtype == torch.bfloat16  # the sampler ran in bf16
+    assert task.policy.lm._actors[torch.bfloat16].dtype == torch.bfloat16  # the sampler ran in bf16
     with torch.no_grad():
-        fp32 = task.policy.logp(params, rollout.obs[0], rollout.extras["prompt_mask"][0], rollout.actions[0],
+        fp32 = task.policy.lm.logp(params, rollout.obs[0], rollout.extras["prompt_mask"][0], rollout.actions[0],
                                 rollout.mask[0]).unsqueeze(0)
     torch.testing.assert_close(k3_kl(rollout.behavior_logp, fp32, rollout.mask), k3)
     assert (rollout.behavior_logp - fp32).abs().max() > 1e-4  # bf16 log-probs are not the fp32 ones
@@ -303,7 +303,7 @@ def test_bad_input_raises_value_errors(tmp_path):
         learner_terms(task, params, rollout, make_advantage("confidence"), gen(0), False)
     with pytest.raises(ValueError, match="left-padded"):
         ids, pmask = encode_batch(TOK, ["ab=", "a="], side="right")
-        completion_logp(task.policy.model, ids, pmask, ids[:, :1], torch.ones(2, 1, dtype=torch.bool))
+        completion_logp(task.policy.lm.model, ids, pmask, ids[:, :1], torch.ones(2, 1, dtype=torch.bool))
     with pytest.raises(ValueError, match="hidden must be divisible by heads"):
         tiny_causal_lm(8, hidden=30, heads=4)
 

@@ -85,11 +85,11 @@ def test_smollm2_loads_offline_and_trains_two_steps_on_the_cpu(monkeypatch):
     cfg = RunConfig(task="hf_text", task_kwargs=task, estimator="reinforce", advantage="constant",
                     advantage_kwargs={"b": 0.5}, lr=1e-3, steps=2, log_points=1)
     run = ActorLearner(cfg)
-    model = run.task.policy.model
+    model = run.task.policy.lm.model
     assert sum(p.numel() for p in model.parameters()) == 134_515_008
     assert model.config.num_hidden_layers == 30 and model.lm_head.weight is model.model.embed_tokens.weight
     assert run.task.tok.inner.chat_template and run.task.tok.eos_id == 2
-    assert set(run.task.policy.names) == set(last_layers(model, 1))
+    assert set(run.task.policy.lm.names) == set(last_layers(model, 1))
     first_layer = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
     before = [p.detach().clone() for p in run.params]
 

@@ -16,14 +16,8 @@ from torch import Tensor, nn
 
 from sandbox.core.sampling import IDENTITY, SamplingChain
 from sandbox.core.validation import check_range, check_tensor, on_host
+from sandbox.envs.text_environment import token_mask
 from sandbox.policies.decode import Versions, decode, fresh
-
-
-def token_mask(actions: Int[Tensor, "*B T"], eos_id: int) -> Bool[Tensor, "*B T"]:
-    """Generated tokens up to and including the first EOS (True); the padding after it (False)."""
-    eos = (actions == eos_id).long()
-    before = eos.cumsum(-1) - eos  # EOS tokens strictly before position t
-    return before == 0
 
 
 def positions(attention: Tensor) -> Tensor:
