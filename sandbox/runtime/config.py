@@ -56,17 +56,9 @@ def _label_tasks() -> list[str]:
 
 
 def _check_schedule(schedule, steps: int) -> None:
-    """A per_actor schedule that never delays within the run although ``D`` > 0 would be a
-    synchronous run under a stale name: its delay d_t = (t mod n_actors)·D // n_actors is 0 for
-    every t < min(steps, n_actors) when (min(steps, n_actors) − 1)·D < n_actors."""
-    if schedule.kind != "per_actor" or schedule.D == 0 or steps == 0:
-        return
-    n, D = schedule.n_actors, schedule.D
-    largest = (min(steps, n) - 1) * D // n
-    if largest == 0:
-        raise ValueError(f"staleness: per_actor with n_actors={n}, D={D} and steps={steps} never delays (d_t = "
-                         f"(t mod n_actors)·D // n_actors is 0 at every step): a synchronous run; it delays when "
-                         f"n_actors ≥ 2, D ≥ 2 and n_actors ≤ D·(steps − 1)")
+    """A schedule whose delay kind would never delay within the run although ``D`` > 0 would be a
+    synchronous run under a stale name (the kind's own ``check_steps``)."""
+    schedule.check_steps(steps)
 
 
 def check_device(device: Any) -> None:
