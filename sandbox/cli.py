@@ -222,7 +222,9 @@ def add_run_parser(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--async-workers", type=int_at_least(0), default=0,
                    help="run on Ray with this many rollout workers (0: the simulated loop)")
-    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag); kept for older scripts: both realise RunConfig.staleness, and bounded insists on its pace admission")
+    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None,
+                   help="kept for older scripts: both realise RunConfig.staleness on Ray ('bounded' insists on "
+                        "its pace admission)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     device_option(p, "the run's device (the same as --set device=…)")
     p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")

@@ -206,10 +206,10 @@ def _optimizer(name: str, settings: dict, digest) -> bool:
 
 def _staleness(kind: str, settings: dict, digest) -> bool:
     from sandbox.core.rollout import Rollout
-    from sandbox.frictions import DelaySchedule
+    from sandbox.frictions import DELAYS, DelaySchedule
 
     fields = {"kind": kind, **settings}
-    if kind != "none":
+    if DELAYS.get(kind).delays:
         fields.setdefault("D", 3)
         fields.setdefault("n_actors", 2)
     paced = DelaySchedule.from_dict({**fields, "budget": 1})  # a budget: pacing, or what drop/mask admit

@@ -264,8 +264,9 @@ class ActorLearner:
 
         ``rollouts(step)`` supplies the batch of each step (default: the simulated stale actor,
         ``self.rollout``); ``publish(version)`` is called after each update, with ``next_step``
-        already ``version`` (default: ``self.publish``). With ``checkpoint_path`` the whole state is saved atomically every
-        ``checkpoint_every`` steps; ``ActorLearner.resume(path)`` continues it with the same numbers.
+        already ``version`` (default: ``self.publish``). With ``checkpoint_path`` the whole state is
+        saved atomically every ``checkpoint_every`` steps; ``ActorLearner.resume(path)`` continues it
+        with the same numbers.
         """
         cfg = self.config
         rollouts = rollouts or self.rollout
