@@ -78,6 +78,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.what in (None, key):
             _print_table(title, registry.describe())
         if key == "frictions" and args.what in (None, key):
+            from sandbox.frictions.delays import DELAYS, delay_kinds
+
+            kinds = {row[0]: row for row in DELAYS.describe()}
+            _print_table("Staleness delay kinds (staleness.kind, with staleness.broadcast_every)",
+                         [kinds[name] for name in delay_kinds()])
             _print_table("Staleness admission policies (staleness.admission, with staleness.budget)",
                          [(name, doc, "") for name, doc in admission_docs().items()])
     if args.what in (None, "figures"):

@@ -62,6 +62,7 @@ def test_list_shows_every_staleness_admission_policy(capsys):
     out = capsys.readouterr().out
     assert "Staleness admission policies" in out
     assert all(f"  {name}  " in out for name in ADMISSIONS)
+    assert "Staleness delay kinds" in out and "d ~ U{0..D}, independently per step." in out
 
 
 def test_list_shows_the_authors_defaults_where_they_differ(capsys):
