@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from sandbox.core.plugins import load_env_plugins, plugins_from_env
 from sandbox.core.rollout import Rollout
 from sandbox.core.validation import check_choice, check_field_types, check_int, check_range
 from sandbox.frictions.admissions import (
@@ -65,7 +66,7 @@ class DelaySchedule:
     options: dict = dataclasses.field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        check_choice("staleness kind", self.kind, delay_kinds())
+        check_choice("staleness kind", self.kind, _registered(DELAYS, self.kind))
         check_int("D", self.D, low=0)
         check_range("p", self.p, low=0.0, high=1.0, low_open=True)
         check_int("n_actors", self.n_actors, low=1)
@@ -75,7 +76,7 @@ class DelaySchedule:
             kinds = ", ".join(k for k in delay_kinds() if DELAYS.get(k).delays)
             raise ValueError(f"staleness D={self.D} needs a kind: set staleness.kind to one of {kinds} "
                              "(kind 'none' is the synchronous loop)")
-        check_choice("admission", self.admission, admission_names())
+        check_choice("admission", self.admission, _registered(ADMISSION_RULES, self.admission))
         object.__setattr__(self, "_delay", _build(delay_cls, self))
         rule = _build(ADMISSION_RULES.get(self.admission), self)
         rule.check_broadcast(self.broadcast_every)
@@ -92,9 +93,10 @@ class DelaySchedule:
         known = {f.name for f in dataclasses.fields(cls) if f.name != "options"}
         extra = set(fields) - known
         if extra:
-            check_choice("staleness kind", fields.get("kind", "none"), delay_kinds())
-            check_choice("admission", fields.get("admission", "pace"), admission_names())
-            stages = (DELAYS.get(fields.get("kind", "none")), ADMISSION_RULES.get(fields.get("admission", "pace")))
+            kind, admission = fields.get("kind", cls.kind), fields.get("admission", cls.admission)
+            check_choice("staleness kind", kind, _registered(DELAYS, kind))
+            check_choice("admission", admission, _registered(ADMISSION_RULES, admission))
+            stages = (DELAYS.get(kind), ADMISSION_RULES.get(admission))
             own = {f.name for stage in stages for f in dataclasses.fields(stage)}
             if extra - own:
                 raise ValueError(f"unknown field(s) {sorted(extra - own)}; valid: {sorted(known | own)}")
@@ -142,6 +144,14 @@ class DelaySchedule:
     def ledger(self, population: int, device="cpu") -> AdmissionLedger:
         """A run's admission at the learner with its running accounting."""
         return AdmissionLedger(self.rule, population, device)
+
+
+def _registered(registry, name) -> tuple[str, ...]:
+    """The registry's names in order, after importing ``$SANDBOX_PLUGINS`` when ``name`` is not
+    among them yet (a plugin's kind or rule is known once its module is imported)."""
+    if isinstance(name, str) and name not in registry and plugins_from_env():
+        load_env_plugins()
+    return registry.in_order()
 
 
 def _build(stage: type, schedule: DelaySchedule):

@@ -127,3 +127,17 @@ def test_pacing_keeps_the_budget_under_a_broadcast_period():
         DelaySchedule("fixed", D=6, admission="pace", budget=1, broadcast_every=3)
     with pytest.raises(ValueError, match="broadcast_every"):
         DelaySchedule(broadcast_every=0)
+
+
+def test_a_plugin_kind_named_in_sandbox_plugins_is_found(tmp_path, monkeypatch):
+    plugin = tmp_path / "my_delay_plugin.py"
+    plugin.write_text(
+        "from dataclasses import dataclass\n"
+        "from sandbox.frictions.delays import Delay, register_delay\n\n\n"
+        "@register_delay('always_one')\n@dataclass(frozen=True)\nclass AlwaysOne(Delay):\n"
+        "    def draw(self, step, seed):\n        return min(1, self.D)\n")
+    monkeypatch.setenv("SANDBOX_PLUGINS", str(plugin))
+    try:
+        assert [DelaySchedule.from_dict({"kind": "always_one", "D": 2}).delay(t, 0) for t in range(3)] == [0, 1, 1]
+    finally:
+        DELAYS._entries.pop("always_one", None)
