@@ -63,7 +63,7 @@ class DelaySchedule:
     admission: str = "pace"  # 'pace' | 'drop' | 'mask' (with a budget), or a plugin's
     budget: int | None = None  # staleness budget b ≥ 0; None = none
     broadcast_every: int = 1  # k: weights are published every k learner steps
-    options: dict = dataclasses.field(default_factory=dict, compare=False)
+    options: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_choice("staleness kind", self.kind, _registered(DELAYS, self.kind))
