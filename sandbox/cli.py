@@ -50,14 +50,13 @@ def _print_table(title: str, rows: list[tuple[str, str, str]], width: int = 100)
     print()
 
 
-#: what each staleness admission policy (``sandbox.frictions.staleness.ADMISSIONS``) does with a rollout
-#: staler than the budget
-ADMISSION_DOCS = {
-    "pace": "the actor waits: nothing staler than the budget is sampled (Ray's bounded mode, AReaL)",
-    "drop": "a row with any token staler than the budget never reaches the learner; the fraction of "
-            "prompts lost is logged (prompts_dropped_frac)",
-    "mask": "tokens staler than the budget are masked out of the loss; the rest of the row is kept",
-}
+def admission_docs() -> dict[str, str]:
+    """What each staleness admission rule (``sandbox.frictions.admissions``, plugins included) does
+    with a rollout staler than the budget: its docstring's first paragraph."""
+    from sandbox.frictions.admissions import ADMISSION_RULES, admission_names
+
+    rows = {name: summary for name, summary, _ in ADMISSION_RULES.describe()}
+    return {name: rows[name] for name in admission_names()}
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -79,8 +78,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.what in (None, key):
             _print_table(title, registry.describe())
         if key == "frictions" and args.what in (None, key):
+            from sandbox.frictions.delays import DELAYS, delay_kinds
+
+            kinds = {row[0]: row for row in DELAYS.describe()}
+            _print_table("Staleness delay kinds (staleness.kind, with staleness.broadcast_every)",
+                         [kinds[name] for name in delay_kinds()])
             _print_table("Staleness admission policies (staleness.admission, with staleness.budget)",
-                         [(name, doc, "") for name, doc in ADMISSION_DOCS.items()])
+                         [(name, doc, "") for name, doc in admission_docs().items()])
     if args.what in (None, "figures"):
         _print_table("Figures (sandbox reproduce NAME or GROUP)",
                      [(f.name, f"[{f.group}] {f.title}", "") for f in figure_module().select()])
@@ -223,7 +227,9 @@ def add_run_parser(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--async-workers", type=int_at_least(0), default=0,
                    help="run on Ray with this many rollout workers (0: the simulated loop)")
-    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None, help="Ray runtime (default fixed_lag)")
+    p.add_argument("--async-mode", choices=["fixed_lag", "bounded"], default=None,
+                   help="kept for older scripts: both realise RunConfig.staleness on Ray ('bounded' insists on "
+                        "its pace admission)")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray)")
     device_option(p, "the run's device (the same as --set device=…)")
     p.set_defaults(func=cmd_run, interrupted="the interrupted run was not stored; rerun the command to train it")

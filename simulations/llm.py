@@ -112,8 +112,8 @@ def sync_equivalence(config: dict) -> pd.DataFrame:
 
 
 def bounded_staleness(config: dict, budget: int = 16) -> pd.DataFrame:
-    """A run in bounded mode (each idle worker takes the newest weights, staleness ≤ budget): the
-    per-token staleness that real timing produces."""
+    """A run in bounded mode (the schedule's pace admission: staleness ≤ budget): the per-token
+    staleness measured on Ray, which realises the schedule as the simulated loop does."""
     ensure_ray()
     config = RunConfig.from_dict(config).replace(staleness={"kind": "fixed", "D": budget})
     return train_async(config, AsyncConfig(n_workers=2, mode="bounded"))

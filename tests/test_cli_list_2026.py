@@ -54,14 +54,15 @@ def test_list_one_table_holds_the_new_frictions(capsys):
 
 
 def test_list_shows_every_staleness_admission_policy(capsys):
-    from sandbox.cli import ADMISSION_DOCS, main
+    from sandbox.cli import admission_docs, main
     from sandbox.frictions.staleness import ADMISSIONS
 
-    assert tuple(ADMISSION_DOCS) == ADMISSIONS
+    assert tuple(admission_docs()) == ADMISSIONS and all(admission_docs().values())
     assert main(["list", "frictions"]) == 0
     out = capsys.readouterr().out
     assert "Staleness admission policies" in out
     assert all(f"  {name}  " in out for name in ADMISSIONS)
+    assert "Staleness delay kinds" in out and "d ~ U{0..D}, independently per step." in out
 
 
 def test_list_shows_the_authors_defaults_where_they_differ(capsys):

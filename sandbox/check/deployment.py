@@ -66,7 +66,9 @@ class Deployment:
 
     @property
     def max_delay(self) -> int:
-        return int(self.delay.get("D", 0)) if self.delay.get("kind", "none") != "none" else 0
+        from sandbox.frictions.staleness import DelaySchedule
+
+        return DelaySchedule.from_dict(self.delay).delay_stage.maximum
 
     @property
     def truncates(self) -> bool:

@@ -76,6 +76,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def in_order(self) -> tuple[str, ...]:
+        """The names in the order they were registered (built-ins first)."""
+        return tuple(self._entries)
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

@@ -10,6 +10,7 @@ from sandbox.frictions import (  # noqa: F401  (registers)
     rewards,
     truncation,
 )
+from sandbox.frictions.admissions import ADMISSION_RULES, Admission, register_admission
 from sandbox.frictions.base import (
     FRICTIONS,
     Friction,
@@ -19,15 +20,22 @@ from sandbox.frictions.base import (
     make_friction,
     register_friction,
 )
+from sandbox.frictions.delays import DELAYS, Delay, register_delay
 from sandbox.frictions.staleness import DelaySchedule
 
 __all__ = [
+    "ADMISSION_RULES",
+    "DELAYS",
     "FRICTIONS",
+    "Admission",
+    "Delay",
     "DelaySchedule",
     "Friction",
     "FrictionContext",
     "FrictionStack",
     "Sample",
     "make_friction",
+    "register_admission",
+    "register_delay",
     "register_friction",
 ]

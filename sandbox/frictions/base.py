@@ -26,6 +26,7 @@ from torch import Tensor
 from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
+from sandbox.frictions.admissions import AdmissionLedger
 from sandbox.frictions.staleness import DelaySchedule
 
 FRICTIONS: Registry[Friction] = Registry("friction")
@@ -173,12 +174,16 @@ class FrictionStack:
         return self.schedule.max_delay
 
     def delay(self, step: int, seed: int) -> int:
-        """d_t: the actor of learner step ``step`` samples with version step − d_t."""
+        """s_t: the actor of learner step ``step`` samples with version step − s_t."""
         return self.schedule.delay(step, seed)
 
     def admit(self, rollout: Rollout, step: int) -> tuple[Rollout, Tensor | None]:
         """The rollout as the learner admits it at ``step`` (``DelaySchedule.admit``)."""
         return self.schedule.admit(rollout, step)
+
+    def ledger(self, population: int, device="cpu") -> AdmissionLedger:
+        """The learner's admission with its running accounting (``DelaySchedule.ledger``)."""
+        return self.schedule.ledger(population, device)
 
     def actor_params(self, params, ctx):
         for f in self.frictions:

@@ -206,14 +206,14 @@ def _optimizer(name: str, settings: dict, digest) -> bool:
 
 def _staleness(kind: str, settings: dict, digest) -> bool:
     from sandbox.core.rollout import Rollout
-    from sandbox.frictions import DelaySchedule
+    from sandbox.frictions import DELAYS, DelaySchedule
 
     fields = {"kind": kind, **settings}
-    if kind != "none":
+    if DELAYS.get(kind).delays:
         fields.setdefault("D", 3)
         fields.setdefault("n_actors", 2)
     paced = DelaySchedule.from_dict({**fields, "budget": 1})  # a budget: pacing, or what drop/mask admit
-    schedule = paced if fields.get("admission", "pace") != "pace" else DelaySchedule.from_dict(fields)
+    schedule = paced if paced.rule.filters else DelaySchedule.from_dict(fields)
     for label, s in (("delays", schedule), ("paced", paced)):
         feed(digest, [[s.delay(step, seed) for step in range(24)] for seed in range(3)], label)
     version = torch.tensor([[[5, 5], [4, 6], [3, 3], [6, 6]]])
@@ -311,7 +311,7 @@ def tiny_run(digest, steps: int = 2, **fields: Any) -> None:
         feed(digest, {k: getattr(rollout, k) for k in ("actions", "mask", "behavior_logp", "true_behavior_logp",
                                                        "rewards", "version")}, f"rollout{step}")
         feed(digest, learner.update(step, rollout, diagnostics=step == steps - 1), f"metrics{step}")
-        learner.after_update(step + 1)
+        learner.publish(step + 1)
     feed(digest, {"params": learner.params, "evaluate": learner.evaluate(steps)}, "final")
 
 

@@ -138,20 +138,6 @@ def _label_tasks() -> list[str]:
     return [name for name in TASKS.names() if getattr(TASKS.get(name), "label_reward", False)]
 
 
-def _check_schedule(schedule, steps: int) -> None:
-    """A per_actor schedule that never delays within the run although ``D`` > 0 would be a
-    synchronous run under a stale name: its delay d_t = (t mod n_actors)·D // n_actors is 0 for
-    every t < min(steps, n_actors) when (min(steps, n_actors) − 1)·D < n_actors."""
-    if schedule.kind != "per_actor" or schedule.D == 0 or steps == 0:
-        return
-    n, D = schedule.n_actors, schedule.D
-    largest = (min(steps, n) - 1) * D // n
-    if largest == 0:
-        raise ValueError(f"staleness: per_actor with n_actors={n}, D={D} and steps={steps} never delays (d_t = "
-                         f"(t mod n_actors)·D // n_actors is 0 at every step): a synchronous run; it delays when "
-                         f"n_actors ≥ 2, D ≥ 2 and n_actors ≤ D·(steps − 1)")
-
-
 def _check_components(config: RunConfig, task, frictions) -> None:
     """The delay schedule against the run's length, label frictions against the task's
     reward, and the task's memory with the stale copies the schedule makes it keep."""
@@ -159,7 +145,7 @@ def _check_components(config: RunConfig, task, frictions) -> None:
     from sandbox.tasks.base import check_task_memory
 
     schedule = frictions.schedule
-    _check_schedule(schedule, config.steps)
+    schedule.check_steps(config.steps)  # a kind that never delays within the run: a synchronous run under a stale name
     for i, (name, _) in enumerate(config.frictions):  # a class attribute: inactive frictions left the stack
         if getattr(FRICTIONS.get(name), "needs_label_reward", False) and not getattr(task, "label_reward", False):
             raise ValueError(f"frictions[{i}] {name}: flips the label of a reward 1[a = y], but task {config.task!r} "

@@ -81,7 +81,7 @@ class ActorLearner:
         self._logged_diverged = torch.zeros(self.population, dtype=torch.bool)  # on the host, at log points
         self._previous_grad: Tensor | None = None  # raw estimator gradient of the last step
         self._previous_update: Tensor | None = None  # last applied update (after controllers)
-        self._admission = (torch.zeros(self.population, dtype=torch.float64, device=self.device), 0)  # Σ dropped, steps
+        self.admission = self.frictions.ledger(self.population, self.device)  # the admission rule's accounting
         self.rows: list[pd.DataFrame] = []  # logged rows so far
         self.pending: dict[str, Tensor] = {}  # metrics of the last update, logged at the next logged step
         self.next_step, self.elapsed = 0, 0.0
@@ -126,24 +126,11 @@ class ActorLearner:
         return metrics
 
     def admit(self, step: int, rollout: Rollout) -> tuple[Rollout | None, Tensor, Tensor | None]:
-        """Quarantine diverged members' rows, then the schedule's admission: (the rollout to learn
-        from — None when every member waits —, the members that wait ``[S]``, the running fraction
-        of prompts dropped ``[S]`` or None without an admission rule)."""
-        S = self.population
-        rollout = self._quarantine(rollout)
-        admitted, dropped = self.frictions.admit(rollout, step)
-        waiting = torch.zeros(S, dtype=torch.bool, device=self.device)
-        if dropped is None:
-            return rollout, waiting, None
-        # admission: a member with no admitted token waits (no optimiser step)
-        self._admission = (self._admission[0] + dropped, self._admission[1] + 1)
-        dropped_frac = self._admission[0] / self._admission[1]
-        waiting = ~admitted.mask.reshape(S, -1).any(-1)
-        if bool(waiting.all()):
-            return None, waiting, dropped_frac
-        # the waiting members' gradients are computed on their whole batch and not applied
-        keep = waiting.reshape(S, *([1] * (rollout.mask.ndim - 1)))
-        return admitted.replace(mask=torch.where(keep, rollout.mask, admitted.mask)), waiting, dropped_frac
+        """Quarantine diverged members' rows, then the schedule's admission rule with its running
+        accounting (``sandbox.frictions.admissions.AdmissionLedger``): (the rollout to learn from —
+        None when every member waits —, the members that wait ``[S]``, the running fraction of
+        prompts dropped ``[S]`` or None when the rule filters nothing)."""
+        return self.admission.admit(self._quarantine(rollout), step)
 
     def loss(self, step: int, rollout: Rollout) -> tuple[PGTerms, EstimatorOutput, list[Tensor]]:
         """The estimator's loss on ``rollout`` (the one learner call) and its gradient per parameter
@@ -245,12 +232,16 @@ class ActorLearner:
         self.diverged |= members
         self.active &= ~members
 
-    def after_update(self, version: int) -> None:
-        """Record the parameters of ``version`` for stale actors (or sample the rollouts due now)."""
+    def publish(self, version: int) -> None:
+        """Publish the parameters of ``version`` to the stale actors: into ``history`` (the ring of
+        versions they sample with, which a distributed runtime sends on) or, with
+        ``history='rollouts'``, by sampling now the rollouts due at this version."""
         if self.history is not None:
             self.history.push(version, self.params)
         else:
             self.queue.fill(version, self._sample_current)
+
+    after_update = publish  # the name before the learner offered ``publish``
 
     def evaluate(self, step: int) -> dict[str, Tensor]:
         with torch.no_grad():
@@ -265,13 +256,14 @@ class ActorLearner:
         """Run (or continue) the loop to ``config.steps``.
 
         ``rollouts(step)`` supplies the batch of each step (default: the simulated stale actor,
-        ``self.rollout``); ``publish(version)`` is called after each update (default:
-        ``self.after_update``). With ``checkpoint_path`` the whole state is saved atomically every
-        ``checkpoint_every`` steps; ``ActorLearner.resume(path)`` continues it with the same numbers.
+        ``self.rollout``); ``publish(version)`` is called after each update, with ``next_step``
+        already ``version`` (default: ``self.publish``). With ``checkpoint_path`` the whole state is
+        saved atomically every ``checkpoint_every`` steps; ``ActorLearner.resume(path)`` continues it
+        with the same numbers.
         """
         cfg = self.config
         rollouts = rollouts or self.rollout
-        publish = publish or self.after_update
+        publish = publish or self.publish
         schedule = set(log_schedule(cfg.steps, cfg.log_points))
         start = time.perf_counter() - self.elapsed
         bar = tqdm(total=cfg.steps, initial=self.next_step, desc=cfg.label or cfg.estimator, disable=not progress,
@@ -284,8 +276,8 @@ class ActorLearner:
                 break
             self.pending = self.update(step, rollouts(step), diagnostics=(step + 1) in schedule)
             step += 1
-            publish(step)
             self.next_step, self.elapsed = step, time.perf_counter() - start
+            publish(step)
             bar.update(1)
             if checkpoint_path is not None and checkpoint_every and step % checkpoint_every == 0 and step < cfg.steps:
                 self.save(checkpoint_path)
@@ -305,7 +297,7 @@ class ActorLearner:
             "controllers": [c.state_dict() for c in self.controllers],
             "active": self.active.clone(), "diverged": self.diverged.clone(),
             "previous_grad": self._previous_grad, "previous_update": self._previous_update,
-            "admission": self._admission,
+            "admission": self.admission.state,
             "history": None if self.history is None else self.history.state_dict(),
             "queue": None if self.queue is None else self.queue.state_dict(),
             "task_state": self.task.state_dict(),
@@ -321,7 +313,8 @@ class ActorLearner:
             controller.load_state_dict(saved)
         self.active, self.diverged = state["active"], state["diverged"]
         self._previous_grad, self._previous_update = state["previous_grad"], state["previous_update"]
-        self._admission = state.get("admission", self._admission)
+        if "admission" in state:
+            self.admission.load(state["admission"])
         if state["history"] is not None:
             self.history.load_state_dict(state["history"])
         if state["queue"] is not None:
@@ -330,12 +323,13 @@ class ActorLearner:
         self.rows, self.pending = state["rows"], state["pending"]
         self.next_step, self.elapsed = state["next_step"], state["elapsed"]
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Atomically write the whole state (write to a temporary file, then rename)."""
+    def save(self, path: str | os.PathLike, **extra) -> None:
+        """Atomically write the whole state, with a runtime's ``extra`` entries (write to a
+        temporary file, then rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(self.state_dict(), tmp)
+        torch.save({**self.state_dict(), **extra}, tmp)
         os.replace(tmp, path)
 
     @classmethod

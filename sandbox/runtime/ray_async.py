@@ -1,26 +1,29 @@
-"""Real asynchrony on Ray: rollout workers, a learner, bounded staleness.
+"""Real asynchrony on Ray: rollout workers, a learner, the run's own staleness.
 
 N rollout workers (Ray actors, each with its own copy of the task and policy) sample batches while
-the learner (this process, an ``ActorLearner``) updates. Weights go to the workers through the
-object store every ``broadcast_every`` steps; every token is stamped with the learner version
-that produced it, so staleness is measured per token.
+the learner (this process, an ``ActorLearner`` that this runner drives, never subclasses) updates.
+Every token is stamped with the learner version that produced it, so staleness is measured per
+token.
 
-The staleness is the run's own: the delay schedule and admission of ``RunConfig.staleness`` (the
-first and last stages of its friction stack), the same object the simulated loop realises. The
-rollout of step t is only *started* when the version the schedule gives it is published — nothing
-is sampled that would have to be dropped — and the learner admits what the schedule admits.
+The staleness is the run's own: the delay schedule of ``RunConfig.staleness`` (its delay kind,
+admission rule and broadcast period k: ``sandbox.frictions.staleness``), the same object the
+simulated loop realises. The learner ``publish``es each version into its ``history``; this runner
+sends every k-th to the workers through the object store, and starts the rollout of step t only
+when the version the schedule gives it, v_t = t − s_t, is published — nothing is sampled that would
+have to be dropped — and the learner admits what the schedule admits. Realised staleness is
+therefore the simulated loop's, bit for bit, for every delay kind and k (and so is every number):
+``tests/runtime/test_ray_staleness.py``.
 
-- ``mode="fixed_lag"``: step t samples with the newest published version ≤ t − d_t.
-  Deterministic: with ``broadcast_every=1`` it equals the simulated run of the same config bit for
-  bit (staleness {} is the synchronous loop) — while sampling really overlaps learning.
-- ``mode="bounded"``: a worker that becomes idle takes the next step with the *newest* weights,
-  if that step is within the schedule's bound (``max_delay``) of them; the staleness of each batch
-  then depends on timing, as in production systems.
+``AsyncConfig.mode`` and ``AsyncConfig.broadcast_every`` are kept for older callers and mapped onto
+the schedule (``schedule_for``): ``broadcast_every=k`` is ``staleness.broadcast_every=k``;
+``mode='bounded'`` is the schedule's own bound (its 'pace' admission), so it refuses an admission
+rule that filters instead; a contradiction raises one ``ValueError`` line.
 
 Faults: a worker that dies is restarted and its step re-sampled; since a rollout's randomness
 derives from (seed, step), the replacement is identical — no rollout is lost or counted twice.
-The learner checkpoints (``checkpoint_every``) with the runtime's counters, and ``resume=True``
-continues from the last one — only the same run (same config, or more ``steps``), else ValueError.
+The runner checkpoints the learner (``checkpoint_every``) with the runtime's counters, and
+``resume=True`` continues from the last one — only the same run (same config, or more ``steps``),
+else ValueError.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +42,10 @@ from sandbox.core.processes import start_ray, stop_ray
 from sandbox.core.rollout import Rollout
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_range
+from sandbox.frictions import DelaySchedule
 from sandbox.runtime.actor import collect, require_versions
 from sandbox.runtime.build import build, build_frictions
 from sandbox.runtime.config import RunConfig
-from sandbox.runtime.history import ParameterHistory
 from sandbox.runtime.loop import ActorLearner, labelled
 
 log = logging.getLogger(__name__)
@@ -58,17 +60,18 @@ class AsyncConfig:
 
     Attributes:
         n_workers: rollout workers (Ray actors), ≥ 1.
-        mode: 'fixed_lag' (the schedule's d_t, deterministic) or 'bounded' (newest weights within
-            the schedule's bound, timing-dependent).
-        broadcast_every: k, publish weights every k learner steps, ≥ 1.
+        mode: 'fixed_lag' or 'bounded' (kept for older callers: both realise the schedule;
+            'bounded' insists that its admission paces rather than filters, ``schedule_for``).
+        broadcast_every: k ≥ 1, kept for older callers: the schedule's ``broadcast_every`` (publish
+            weights every k learner steps); 1 leaves the schedule's own.
         address: Ray cluster address ('auto', 'ray://host:10001', …); None starts a local Ray.
         num_cpus_per_worker: CPUs reserved per worker (fractions allowed).
         num_gpus_per_worker: GPUs reserved per worker.
         checkpoint_path, checkpoint_every: the learner's checkpoint (0 = never).
         max_restarts: how many worker deaths the run survives in total.
 
-    The staleness itself has one knob, ``RunConfig.staleness`` (a ``DelaySchedule`` and its
-    admission), read by both runtimes: ``{"kind": "fixed", "D": 4}`` on Ray is D = 4 simulated.
+    The staleness itself has one knob, ``RunConfig.staleness`` (a ``DelaySchedule``), read by both
+    runtimes: ``{"kind": "fixed", "D": 4}`` on Ray is D = 4 simulated.
     """
 
     n_workers: int = 1
@@ -91,6 +94,26 @@ class AsyncConfig:
         check_range("max_restarts", self.max_restarts, low=0)
         if self.checkpoint_every and not self.checkpoint_path:
             raise ValueError("checkpoint_every > 0 needs checkpoint_path")
+
+
+def schedule_for(config: RunConfig, async_config: AsyncConfig) -> RunConfig:
+    """``config`` with the async config's ``broadcast_every`` and ``mode`` mapped onto its schedule
+    (unchanged when they add nothing); a contradiction raises one ``ValueError`` line."""
+    staleness = dict(config.staleness)
+    k = async_config.broadcast_every
+    if k != 1:
+        own = staleness.get("broadcast_every", 1)
+        if own not in (1, k):
+            raise ValueError(f"AsyncConfig broadcast_every={k} contradicts staleness.broadcast_every={own}: set it "
+                             "once, in RunConfig.staleness (the schedule both runtimes realise)")
+        if own != k:
+            config = config.replace(staleness={**staleness, "broadcast_every": k})
+    schedule = DelaySchedule.from_dict(config.staleness)
+    if async_config.mode == "bounded" and schedule.rule.filters:
+        raise ValueError(f"AsyncConfig mode='bounded' paces the actor (staleness admission 'pace'), but "
+                         f"staleness.admission={schedule.admission!r} filters stale rollouts instead: leave mode "
+                         "at 'fixed_lag' (the schedule is realised either way) or use admission 'pace'")
+    return config
 
 
 class RolloutWorker:
@@ -131,22 +154,6 @@ class AsyncStats:
     versions: dict[int, int] = field(default_factory=dict)  # step → version used
 
 
-class _Learner(ActorLearner):
-    """The learner, whose checkpoints also keep the runtime's counters as of the checkpointed step
-    (rollouts already received for later steps are sampled again after a resume: not counted)."""
-
-    def __init__(self, config: RunConfig) -> None:
-        super().__init__(config)
-        self.stats = AsyncStats()
-        self.received_ahead: Callable[[], int] = lambda: 0
-
-    def state_dict(self) -> dict:
-        stats = dataclasses.asdict(self.stats)
-        stats["rollouts_received"] -= self.received_ahead()
-        stats["versions"] = {s: v for s, v in stats["versions"].items() if s < self.next_step}
-        return {**super().state_dict(), "async_stats": stats}
-
-
 def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
     """A resume continues the checkpoint's run: the same config (run id), or only more ``steps``."""
     if config.run_id == saved.run_id or (config.steps > saved.steps
@@ -158,15 +165,16 @@ def check_resumable(config: RunConfig, saved: RunConfig, path: str) -> None:
                      f"or the same with more steps (checkpoint: steps={saved.steps})")
 
 
-def check_async(config: RunConfig) -> RunConfig:
-    """The run the Ray runtime realises, checked before Ray starts. Its workers sample every
-    batch, so a friction that resumes sequences with the learner's newer weights, or an eager
-    rollout queue, is refused."""
+def check_async(config: RunConfig, async_config: AsyncConfig | None = None) -> RunConfig:
+    """The run the Ray runtime realises (``schedule_for``), checked before Ray starts. Its workers
+    sample every batch, so a friction that resumes sequences with the learner's newer weights, or
+    an eager rollout queue, is refused."""
+    config = schedule_for(config, async_config or AsyncConfig())
     stack = build_frictions(config.frictions, config.staleness)
     require_versions(stack, None, None)  # the simulated actor's refusal, raised before Ray starts
-    if config.history == "rollouts" and stack.max_delay:
-        raise ValueError("history='rollouts' samples the stale batches in the learner's process, but on Ray the "
-                         "workers sample them: set history='params'")
+    if config.history == "rollouts":
+        raise ValueError("history='rollouts' samples the batches in the learner's process, but on Ray the workers "
+                         "sample them: set history='params'")
     return config
 
 
@@ -177,27 +185,18 @@ class AsyncRunner:
         import ray
 
         self.ray = ray
-        config = check_async(config)
+        config = check_async(config, async_config)
         self.config, self.acfg = config, async_config
         path = async_config.checkpoint_path
-        self.learner = _Learner(config)
+        self.learner = ActorLearner(config)
+        self.stats = AsyncStats()
         if resume and path and Path(path).is_file():
             state = torch.load(path, weights_only=False)
             check_resumable(config, RunConfig.from_dict(state["config"]), path)
             self.learner.load_state_dict(state)
-            self.learner.stats = AsyncStats(**state.get("async_stats", {}))
+            self.stats = AsyncStats(**state.get("async_stats", {}))
             log.info("resumed from %s at step %d", path, self.learner.next_step)
-        s, k = self.learner.frictions.max_delay, async_config.broadcast_every
-        if self.learner.history is None or self.learner.history.capacity < s + k + 1:
-            history = ParameterHistory(s + k + 1)
-            for version in range(max(0, self.learner.next_step - s - k), self.learner.next_step + 1):
-                if self.learner.history is not None and version in self.learner.history:
-                    history.push(version, self.learner.history.get(version))
-            if self.learner.next_step not in history:
-                history.push(self.learner.next_step, self.learner.params)
-            self.learner.history = history
-        self.stats = self.learner.stats
-        self.learner.received_ahead = lambda: len(self._done)
+        self.schedule = self.learner.frictions.schedule
         self._published: dict[int, object] = {}  # version → ObjectRef of its weights
         self._done: dict[int, Rollout] = {}
         self._next_step = self.learner.next_step  # first step not yet assigned to a worker
@@ -205,9 +204,10 @@ class AsyncRunner:
         self._remote = ray.remote(num_cpus=async_config.num_cpus_per_worker,
                                   num_gpus=async_config.num_gpus_per_worker)(RolloutWorker)
         self._slots = [self._new_slot() for _ in range(async_config.n_workers)]
-        for version in self.learner.history.versions():
-            if version % k == 0 or version == self.learner.next_step:
-                self._published[version] = ray.put(self.learner.history.get(version))
+        history = self.learner.history  # the learner's ring holds every version a later step can ask for
+        for version in history.versions():
+            if version % self.schedule.broadcast_every == 0:
+                self._published[version] = ray.put(history.get(version))
 
     # ------------------------------------------------------------------ workers
     def _new_slot(self) -> _Slot:
@@ -217,23 +217,11 @@ class AsyncRunner:
     def worker_pids(self) -> list[int]:
         return self.ray.get([slot.actor.pid.remote() for slot in self._slots])
 
-    def _newest_published(self, at_most: int | None = None) -> int | None:
-        versions = [v for v in self._published if at_most is None or v <= at_most]
-        return max(versions) if versions else None
-
     def _version_for(self, step: int) -> int | None:
-        """The version step ``step`` samples with, or None while admission control must wait.
-
-        fixed_lag: v(t) = ⌊(t − d_t)/k⌋·k, once published (d_t of the run's schedule). bounded:
-        the newest published version, if t − v ≤ max_delay.
-        """
-        stack, k = self.learner.frictions, self.acfg.broadcast_every
-        if self.acfg.mode == "fixed_lag":
-            target = step - stack.delay(step, self.config.seed)
-            version = target - target % k
-            return version if version in self._published else None
-        newest = self._newest_published()
-        return newest if newest is not None and step - newest <= stack.max_delay else None
+        """The version step ``step`` samples with, v_t = t − s_t of the schedule, or None while it
+        is not published yet (admission control waits)."""
+        version = self.schedule.version(step, self.config.seed)
+        return version if version in self._published else None
 
     def _assign(self) -> None:
         """Give idle workers the next steps that admission control allows."""
@@ -300,27 +288,37 @@ class AsyncRunner:
         return self._done.pop(step)
 
     def publish(self, version: int) -> None:
-        self.learner.history.push(version, self.learner.params)
-        if version % self.acfg.broadcast_every == 0:
+        """After the learner's update to ``version``: the learner publishes it, every k-th version
+        goes to the object store, versions no later step can ask for are let go, idle workers get
+        work, and the learner is checkpointed with the runtime's counters when one is due."""
+        k = self.schedule.broadcast_every
+        self.learner.publish(version)
+        if version % k == 0:
             self._published[version] = self.ray.put(self.learner.history.get(version))
         # keep what a future assignment or a restart of an in-flight request can still use
         in_flight = {slot.request[1] for slot in self._slots if slot.request is not None}
-        if self.acfg.mode == "fixed_lag":
-            target = max(0, self._next_step - self.learner.frictions.max_delay)  # no future t − d_t is older
-            floor = target - target % self.acfg.broadcast_every
-        else:
-            floor = self._newest_published()
+        target = max(0, self._next_step - self.schedule.max_delay)  # no future t − s_t is older
+        floor = target - target % k
         for v in [v for v in self._published if v < floor and v not in in_flight]:
             del self._published[v]
         self._pump(block=False)
+        every, path = self.acfg.checkpoint_every, self.acfg.checkpoint_path
+        if path is not None and every and version % every == 0 and version < self.config.steps:
+            self.learner.save(path, async_stats=self._stats_state())
+
+    def _stats_state(self) -> dict:
+        """The runtime's counters as of the learner's step (rollouts already received for later
+        steps are sampled again after a resume: not counted)."""
+        stats = dataclasses.asdict(self.stats)
+        stats["rollouts_received"] -= len(self._done)
+        stats["versions"] = {s: v for s, v in stats["versions"].items() if s < self.learner.next_step}
+        return stats
 
     # ------------------------------------------------------------------ run
     def run(self, progress: bool = False) -> pd.DataFrame:
         try:
             self._assign()
-            frame = self.learner.run(progress=progress, rollouts=self.rollout, publish=self.publish,
-                                     checkpoint_path=self.acfg.checkpoint_path,
-                                     checkpoint_every=self.acfg.checkpoint_every)
+            frame = self.learner.run(progress=progress, rollouts=self.rollout, publish=self.publish)
         finally:
             self.shutdown()
         frame["restarts"] = self.stats.restarts

@@ -135,4 +135,4 @@ def test_mask_keeps_the_fresh_chunks_of_a_partial_rollout():
         assert dropped.tolist() == [0.0]  # every prompt keeps its fresh chunk
         metrics = learner.update(step, rollout)
         assert float(metrics["grad_norm"][0]) > 0
-        learner.after_update(step + 1)
+        learner.publish(step + 1)

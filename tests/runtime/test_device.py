@@ -62,7 +62,7 @@ def test_a_population_step_on_the_meta_device_never_asks_the_host(estimator, ext
                         staleness={"kind": "fixed", "D": 1}, **extra), "meta")
     for step in range(3):
         metrics = run.update(step, run.rollout(step))
-        run.after_update(step + 1)
+        run.publish(step + 1)
     assert all(p.device.type == "meta" for p in run.params)
     assert {v.device.type for v in metrics.values()} == {"meta"}
     assert run.diverged.device.type == "meta"
@@ -102,7 +102,7 @@ def test_every_friction_keeps_its_draws_on_the_device(name):
                         frictions=((name, _active(name)),), staleness={"kind": "uniform", "D": 1}), "meta")
     for step in range(2):
         run.update(step, run.rollout(step))
-        run.after_update(step + 1)
+        run.publish(step + 1)
 
 
 def _without_host(monkeypatch):

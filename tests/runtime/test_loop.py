@@ -93,13 +93,13 @@ def test_update_is_its_named_steps_in_order():
     whole, parts = ActorLearner(config), ActorLearner(config)
     for step in range(3):
         expected = whole.update(step, whole.rollout(step))
-        whole.after_update(step + 1)
+        whole.publish(step + 1)
         rollout, waiting, dropped = parts.admit(step, parts.rollout(step))
         terms, out, grads = parts.loss(step, rollout)
         flat, grad_norm = parts.guard(grads)
         metrics = parts._gradient_metrics(step, rollout, out.metrics, flat, grad_norm, False)
         parts.step(*parts.control(flat, grads, terms, metrics, waiting))
-        parts.after_update(step + 1)
+        parts.publish(step + 1)
         assert dropped is None and metrics.keys() == expected.keys()
         for key in expected:
             torch.testing.assert_close(metrics[key], expected[key], rtol=0, atol=0, equal_nan=True)
