@@ -121,7 +121,7 @@ def test_a_schedule_ray_cannot_realise_is_refused_before_ray_starts(capsys, monk
     monkeypatch.setattr(processes, "start_ray", lambda *a, **k: pytest.fail("Ray started"))
     assert error_line(capsys, "run", "--async-workers", "1", "--set", "staleness.kind=fixed", "--set", "staleness.D=2",
                       "--set", "history=rollouts", "--no-store") == (
-        "sandbox: error: history='rollouts' samples the stale batches in the learner's process, but on Ray the "
+        "sandbox: error: history='rollouts' samples the batches in the learner's process, but on Ray the "
         "workers sample them: set history='params'")
 
 
