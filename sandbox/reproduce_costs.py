@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sandbox.jobs import costs
@@ -39,4 +40,6 @@ def figures_plan(all_jobs: dict[str, list[Job]], store: ResultsStore, results_di
         seconds.append(took or 0.0)
     extra = f" and {len(seconds)} of {len(all_jobs)} notebooks to execute"
     extra += f" ({unknown} never timed)" if unknown else ""
-    return plan.line(f"reproduce {fidelity}", extra_seconds=sum(seconds), extra=extra)
+    cpus = os.cpu_count() or 1  # the notebooks execute side by side, one per core (``sandbox.notebooks``)
+    side_by_side = max(1, min(workers or cpus, cpus, len(seconds)))
+    return plan.line(f"reproduce {fidelity}", extra_seconds=sum(seconds) / side_by_side, extra=extra)
