@@ -41,7 +41,7 @@ METHODS: dict[str, dict] = {m: method(m) for m in ("PG", "REINFORCE", "PPO", "PM
 
 #: the reference launcher's task (egg experiments/dpg/run.py): reward = fraction of positions correct
 #: (κ = 1); at paper and full fidelity every run also logs P1's sequence error, exactly
-#: (``SequenceTask.sequence_error``; the fidelity's ``seq_error``)
+#: (``SequenceEnvironment.sequence_error``; the fidelity's ``seq_error``)
 TASK = {"match": "per_position"}
 
 #: the four friction panels: (label, what a strength is; the library's ``sandbox.frictions.panels``
