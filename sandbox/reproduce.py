@@ -54,6 +54,7 @@ PLACES = ("SANDBOX_RESULTS", "SANDBOX_FIGURES", "SANDBOX_CLAIMS", "SANDBOX_WORKE
 #: notebooks run side by side, one per core at most (each in its own kernel process)
 CPUS = os.cpu_count() or 1
 
+
 @dataclass
 class FigureOutcome:
     name: str
@@ -158,7 +159,6 @@ class _Figure:
     name: str
     claims_path: Path
     figures_dir: Path
-    start: float
     run: Callable[[], None] | None = None
     record: Path | None = None
     error: str | None = None
@@ -193,7 +193,7 @@ def _prepare(figure, jobs, store, registry, results_dir, figures_dir, fidelity, 
     notebook must execute; a failure here is the figure's outcome, never the others'."""
     start = time.perf_counter()
     claims_path, record = record_paths(results_dir, figure.name, fidelity, base_seed)
-    fig = _Figure(figure.name, claims_path, figures_dir, start)
+    fig = _Figure(figure.name, claims_path, figures_dir)
     try:
         report = run_sweep(jobs, store, backend=backend, workers=workers, progress=progress,
                            ray_address=ray_address, desc=figure.name, accept_stale_code=committed or None,
