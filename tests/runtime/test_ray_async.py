@@ -15,23 +15,13 @@ from sandbox.runtime.config import RunConfig  # noqa: E402
 from sandbox.runtime.loop import metrics_only, train  # noqa: E402
 from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, train_async  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("ray")
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.usefixtures("local_ray")]
 
 CFG = RunConfig(task="bandit", task_kwargs={"N": 4, "K": 5, "batch_size": 4, "samples_per_context": 3,
                                             "population": 2, "init_std": 1.0},
                 estimator="dg", lr=0.1, steps=24, log_points=8)
 STALE = CFG.replace(staleness={"kind": "fixed", "D": 2})
 EXTRA = ["wall_time", "run_id", "label", "restarts", "rollouts_received", "learner_wait_seconds"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = not ray.is_initialized()  # a figure test in this process may have started it already
-    if started:
-        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def _numbers(frame):

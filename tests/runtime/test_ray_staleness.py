@@ -54,16 +54,6 @@ def _numbers(frame):
     return metrics_only(frame.drop(columns=[c for c in EXTRA if c in frame.columns]))
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
-
-
 def test_simulated_and_ray_realise_the_same_staleness(local_ray):
     """For each schedule: the Ray run's per-step staleness (the version each step was sampled with)
     equals the simulated loop's, so their histograms are equal; the histogram of a random kind is
