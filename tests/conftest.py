@@ -20,3 +20,9 @@ def one_thread():
     busy machine); use with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
     with intra_op_threads(1):
         yield
+
+
+def pytest_collection_modifyitems(items):
+    """The ``slow`` tests first (a stable sort): with ``-n 2`` the workers take tests in collection
+    order, and a long test taken last leaves the other core idle while it runs."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

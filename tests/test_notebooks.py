@@ -14,11 +14,26 @@ from sandbox.reproduce import reproduce
 from sandbox.runtime.config import RunConfig
 from simulations import select
 
+pytestmark = pytest.mark.slow  # the suite's longest tests: tests/conftest.py starts them first
+
+
+def spread_shared_jobs(figures) -> list:
+    """The figures in their registry order, except that one sharing a quick job with a figure before it
+    goes to the end: two xdist workers take neighbouring tests at once, and a figure whose jobs another
+    worker is computing waits for them with its core idle (the shared results folder's claims)."""
+    first, later, seen = [], [], set()
+    for figure in figures:
+        ids = {j.id for j in figure.jobs("quick")}
+        (later if ids & seen else first).append(figure)
+        seen |= ids
+    return first + later
+
+
 #: figures whose jobs start Ray run in the same xdist worker as the Ray tests (one Ray at a time);
 #: the others anywhere (that worker's queue is the suite's longest)
 FIGURES = [pytest.param(f.name, marks=pytest.mark.xdist_group("ray"))
            if any(j.fn.startswith("sandbox.runtime.ray_async:") for j in f.jobs("quick")) else f.name
-           for f in select()]
+           for f in spread_shared_jobs(select())]
 #: columns that say what a row is, not what was measured
 IDENTITY = {"run_id", "label", "step", "member", "seed", "replicate", "wall_time", "diverged"}
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(RunConfig)}

@@ -86,9 +86,9 @@ def job_code(components: Iterable[str] | None = None) -> dict:
     result stays valid while those match, whatever code was moved or edited."""
     package = _package()
     modules = {}
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if not file:
+        if not file or name.partition(".")[0] != "sandbox":  # resolving every module's path took 0.5 s
             continue
         path = Path(file).resolve()
         if path.suffix == ".py" and path.is_relative_to(package):
