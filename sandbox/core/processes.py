@@ -99,12 +99,14 @@ _reapers: list[subprocess.Popen] = []
 def start_ray(address: str | None = None, num_cpus: int | None = None, progress: bool = False) -> bool:
     """Join Ray at ``address`` or start a local one with ``num_cpus`` (a progress line with
     ``progress``, a one-line error when no cluster answers: ``sandbox.core.ray_start``); True when
-    this call started it."""
+    this call started it. A process already joined to a Ray keeps it, but an ``address`` where no
+    cluster answers is refused all the same."""
     import ray
 
-    from sandbox.core.ray_start import init_ray
+    from sandbox.core.ray_start import check_address, init_ray
 
     if ray.is_initialized():
+        check_address(address)
         return False
     before = descendants(os.getpid())
     init_ray(address, num_cpus, progress=progress)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,15 @@ def test_the_run_configs_schedule_runs_unchanged_on_ray():
     stale = CFG.replace(staleness={"kind": "uniform", "D": 3, "admission": "mask", "budget": 2})
     got = train_async(stale, AsyncConfig(n_workers=2))
     assert _numbers(got).equals(_numbers(train(stale)))
+
+
+def test_a_dead_address_is_refused_even_when_this_process_has_joined_ray():
+    from sandbox.core.processes import start_ray
+
+    assert ray.is_initialized()  # local_ray
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ValueError, match=f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there.*ray start --head"):
+        start_ray(f"127.0.0.1:{port}")
+    assert start_ray() is False and ray.is_initialized()  # no address: the joined Ray is kept
