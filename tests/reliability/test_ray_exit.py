@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -14,8 +15,8 @@ import pytest
 from sandbox.core.processes import HOST, descendants, process_alive, start_time
 from tests.reliability.test_processes import ROOT, wait_for
 
-pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("ray")
+pytestmark = [pytest.mark.xdist_group("ray"),
+              pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")]
 
 DRIVER = """
 import time, ray

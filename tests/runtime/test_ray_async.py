@@ -3,6 +3,7 @@ worker is restarted without losing or double-counting a rollout, checkpoints res
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -10,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray")
+from sandbox.runtime.config import RunConfig
+from sandbox.runtime.loop import metrics_only, train
+from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, train_async
 
-from sandbox.runtime.config import RunConfig  # noqa: E402
-from sandbox.runtime.loop import metrics_only, train  # noqa: E402
-from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, train_async  # noqa: E402
-
-pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.usefixtures("local_ray")]
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.usefixtures("local_ray"),
+              pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")]
 
 CFG = RunConfig(task="bandit", task_kwargs={"N": 4, "K": 5, "batch_size": 4, "samples_per_context": 3,
                                             "population": 2, "init_std": 1.0},
@@ -136,6 +136,8 @@ def test_the_run_configs_schedule_runs_unchanged_on_ray():
 
 
 def test_a_dead_address_is_refused_even_when_this_process_has_joined_ray():
+    import ray
+
     from sandbox.core.processes import start_ray
 
     assert ray.is_initialized()  # local_ray

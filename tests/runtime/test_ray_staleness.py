@@ -8,17 +8,18 @@ session (its start-up is most of this file's time)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner, metrics_only
+from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, schedule_for
 
-ray = pytest.importorskip("ray")
-
-from sandbox.runtime.ray_async import AsyncConfig, AsyncRunner, schedule_for  # noqa: E402
-
-pytestmark = pytest.mark.xdist_group("ray")
+# importing ray takes seconds: the test collection of every xdist worker only asks whether it is there
+pytestmark = [pytest.mark.xdist_group("ray"),
+              pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")]
 
 STEPS = 30
 BASE = RunConfig(task="bandit", task_kwargs={"N": 3, "K": 4, "batch_size": 4, "samples_per_context": 2,
