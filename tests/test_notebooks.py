@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 
 import numpy as np
 import pytest
 
+from sandbox.core.processes import stop_ray
 from sandbox.jobs.store import ResultsStore
 from sandbox.reproduce import reproduce
 from sandbox.runtime.config import RunConfig
@@ -65,6 +67,17 @@ def plant_diverged_seed(store: ResultsStore, jobs) -> int:
         store.write(job_id, frame, store.metadata(job_id))
         changed += 1
     return changed
+
+
+@pytest.fixture(autouse=True)
+def no_ray_left_running():
+    """A figure whose jobs start Ray (in this process: one worker) stops it when its test ends, so the
+    tests after it in this xdist worker find no Ray up (a job run while Ray is up is costed as a Ray
+    job; a --ray-address would find this process joined already)."""
+    up = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+    yield
+    if not up and "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        stop_ray()
 
 
 @pytest.fixture(scope="session")
