@@ -151,7 +151,7 @@ def test_no_module_of_the_tasks_folder_but_base_writes_an_actor_or_learner_call(
 
 @pytest.mark.parametrize("name", ["bandit", "gaussian_bandit", "mnist", "reverse_copy", "sequences", "bit_parity",
                                   "key_value", "subsequence_match", "hf_text", "text_reverse", "text_parity",
-                                  "text_arithmetic"])
+                                  "text_arithmetic", "addition", "regime"])
 def test_every_registered_task_composes_an_environment_and_a_policy(name):
     """Built with its defaults (no data read, no model built yet), a task is ``Environment`` ×
     ``Policy`` × ``Objective``; the list above is every registered task (checked below)."""

@@ -52,11 +52,13 @@ class Contexts:
 @dataclass(frozen=True)
 class Prompts:
     """What a sequence policy sees: prompts ``tokens [S, G, P]``, each answered by ``per_prompt``
-    rows (row g·M + m answers prompt g) of ``answer_len`` tokens."""
+    rows (row g·M + m answers prompt g) of ``answer_len`` tokens — or fewer, ended by the token
+    ``eos`` when the problem has one (later positions are padding)."""
 
     tokens: Tensor
     per_prompt: int
     answer_len: int
+    eos: int | None = None
 
 
 @dataclass(frozen=True)

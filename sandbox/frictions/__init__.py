@@ -8,6 +8,7 @@ from sandbox.frictions import (  # noqa: F401  (registers)
     partial,
     precision,
     rewards,
+    rounding,
     truncation,
 )
 from sandbox.frictions.admissions import ADMISSION_RULES, Admission, register_admission

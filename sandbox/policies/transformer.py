@@ -265,7 +265,7 @@ class Transformer:
     # ------------------------------------------------------------------ sampling
     def sample(self, params: Sequence[Tensor], prompts: Tensor, samples_per_prompt: int, answer_len: int,
                generator: torch.Generator, chain: SamplingChain = IDENTITY, cache: bool = True,
-               versions: Versions | None = None) -> Decoded:
+               versions: Versions | None = None, eos: int | None = None) -> Decoded:
         """Draw ``samples_per_prompt`` answers of ``answer_len`` tokens for each prompt ``[S, G, P]``
         through the one decode loop (``sandbox.policies.decode``), on one uniform per token drawn
         first (``[S, B, A]``): answers ``actions [S, B, A]`` and their log-probs ``logp``.
@@ -273,6 +273,7 @@ class Transformer:
         ``cache=False`` recomputes the prefix teacher-forced at every token (the reference the KV
         cache is tested against); ``versions`` (default ``params`` at every position) decodes each
         position with its version's parameters, a resumed rollout, which needs ``cache=False``.
+        With ``eos`` a row stops at its first EOS (later positions: token 0, log-prob 0).
         Runs under ``torch.no_grad``."""
         check_tensor("prompts", prompts, dtype="int", ndim=3)
         check_range("samples_per_prompt", samples_per_prompt, low=1)
@@ -289,7 +290,8 @@ class Transformer:
             # drawn by the (CPU) generator, then moved: the same draws on every device
             uniforms = torch.rand(S, G * M, A, generator=generator, dtype=dtype).to(prompts.device)
             steps = _Cached(self, prompts, M, A) if cache else _Forced(self, prompts, A)
-            return decode(steps, versions, chain, upfront(uniforms), (S, G * M), dtype=dtype, device=prompts.device)
+            return decode(steps, versions, chain, upfront(uniforms), (S, G * M), dtype=dtype, device=prompts.device,
+                          eos=eos)
 
 
 class _Forced:

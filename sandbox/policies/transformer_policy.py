@@ -45,7 +45,7 @@ class TransformerPolicy(Policy):
         resumed = versions is not None  # decoded teacher-forced: a KV cache holds one version's keys
         versions = versions if resumed else Versions.single(params, obs.answer_len)
         out = self.model.sample(params, obs.tokens, obs.per_prompt, obs.answer_len, generator, chain=chain,
-                                cache=not resumed, versions=versions)
+                                cache=not resumed, versions=versions, eos=obs.eos)
         forced = lambda p, actions: chain.distribution(self.model.answer_logits(p, obs.tokens, actions))[0]  # noqa: E731
         return PolicySample(out.actions, out.logp, teacher_forced(forced, versions, out))
 

@@ -123,13 +123,26 @@ def build(config: RunConfig) -> Components:
                           config.controllers)
     frictions = build_frictions(config.frictions, config.staleness)
     _check_components(config, task, frictions)
-    optimizer = PopulationOptimizer(config.optimizer, lr=config.lr)
+    optimizer = _optimizer(PopulationOptimizer, config)
     task.attach_frictions(frictions)
     note("optimizer", config.optimizer)  # the components a job's numbers depend on (sandbox.core.usage)
     note("staleness", frictions.schedule.kind, DelaySchedule,
          {k: v for k, v in config.staleness.items() if k != "kind"})
     note("runtime", "loop")
     return Components(task, method.estimator, method.advantage, method.controllers, frictions, optimizer)
+
+
+def _optimizer(cls, config: RunConfig):
+    """The run's ``PopulationOptimizer``; ``optimizer_kwargs`` may set only its ``OPTIMIZER_KWARGS``."""
+    from sandbox.runtime.optim import OPTIMIZER_KWARGS
+
+    unknown = sorted(set(config.optimizer_kwargs) - set(OPTIMIZER_KWARGS))
+    if unknown:
+        raise ValueError(f"optimizer_kwargs: unknown field(s) {unknown}; valid: {list(OPTIMIZER_KWARGS)}")
+    try:
+        return cls(config.optimizer, lr=config.lr, **config.optimizer_kwargs)
+    except ValueError as err:
+        raise ValueError(f"optimizer_kwargs: {err}") from None
 
 
 def _label_tasks() -> list[str]:

@@ -62,9 +62,11 @@ class RunConfig:
         estimator, estimator_kwargs: registered estimator and its hyperparameters.
         advantage, advantage_kwargs: registered baseline (None: the task's ``default_advantage``).
         controllers: ((name, kwargs), …) applied in order between backward and optimiser.
-        optimizer: 'adam' | 'sgd' | 'normalized'; lr: its step size (None: the task's
+        optimizer: 'adam' | 'adamw' | 'sgd' | 'normalized'; lr: its step size (None: the task's
             ``default_optimizer`` / ``default_lr``, settings that learn; resolved at construction,
-            so the stored config and its hash hold the values used).
+            so the stored config and its hash hold the values used); optimizer_kwargs: its
+            ``betas``, ``eps``, ``weight_decay`` ({} = the defaults; left out of ``to_dict`` and
+            of the hash when empty, so runs without it keep their ids).
         staleness: the delay schedule and admission, ``DelaySchedule`` fields ({} = synchronous): the
             first stage of the friction stack, realised alike by the simulated loop and by Ray.
         frictions: ((name, kwargs), …) actor and reward frictions.
@@ -89,6 +91,7 @@ class RunConfig:
     controllers: tuple = ()
     optimizer: str | None = None
     lr: float | None = None
+    optimizer_kwargs: dict = field(default_factory=dict)
     staleness: dict = field(default_factory=dict)
     frictions: tuple = ()
     proximal: str = "auto"
@@ -117,7 +120,7 @@ class RunConfig:
         check_choice("proximal", self.proximal, PROXIMAL)
         check_device(self.device)
         check_choice("history", self.history, HISTORY)
-        for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness"):
+        for name in ("task_kwargs", "estimator_kwargs", "advantage_kwargs", "staleness", "optimizer_kwargs"):
             kwargs = getattr(self, name)
             if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
                 raise ValueError(f"{name} must be a dict of keyword arguments (str keys), got {short_repr(kwargs)}")
@@ -155,6 +158,8 @@ class RunConfig:
         data = _freeze(dataclasses.asdict(self))
         if data["device"] == "cpu":  # CPU runs hash and store as they did before runs had a device
             del data["device"]
+        if not data["optimizer_kwargs"]:  # likewise runs with the optimiser's defaults
+            del data["optimizer_kwargs"]
         return data
 
     @classmethod

@@ -15,7 +15,9 @@ from torch import Tensor
 
 from sandbox.core.validation import check_choice, check_range, on_host
 
-OPTIMIZERS = ("adam", "sgd", "normalized")
+OPTIMIZERS = ("adam", "adamw", "sgd", "normalized")
+#: the fields ``optimizer_kwargs`` may set (``RunConfig``)
+OPTIMIZER_KWARGS = ("betas", "eps", "weight_decay")
 
 
 def _expand(x: Tensor, like: Tensor) -> Tensor:
@@ -25,19 +27,32 @@ def _expand(x: Tensor, like: Tensor) -> Tensor:
 
 @dataclass
 class PopulationOptimizer:
-    """``name``: 'adam' | 'sgd' | 'normalized' (z ← z − α·g/‖g‖, the theory figures' step, with the
-    norm per population member over all parameters)."""
+    """``name``: 'adam' | 'adamw' | 'sgd' | 'normalized' (z ← z − α·g/‖g‖, the theory figures' step,
+    with the norm per population member over all parameters). 'adamw' is Adam with decoupled weight
+    decay, p ← p·(1 − lr·λ) before the Adam step (Loshchilov & Hutter, arXiv 1711.05101, as
+    ``torch.optim.AdamW``); ``weight_decay`` λ defaults to torch's 0.01 for 'adamw', 0 otherwise."""
 
     name: str = "adam"
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+    weight_decay: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("optimizer", self.name, OPTIMIZERS)
         check_range("lr", self.lr, low=0.0, low_open=True)
+        if not (isinstance(self.betas, (tuple, list)) and len(self.betas) == 2):
+            raise ValueError(f"betas must be a pair (β1, β2), got {self.betas!r}")
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
         check_range("betas[0]", self.betas[0], low=0.0, high=1.0, high_open=True)
         check_range("betas[1]", self.betas[1], low=0.0, high=1.0, high_open=True)
+        check_range("eps", self.eps, low=0.0)
+        if self.weight_decay is None:
+            self.weight_decay = 0.01 if self.name == "adamw" else 0.0
+        check_range("weight_decay", self.weight_decay, low=0.0, high=1.0)
+        if self.weight_decay and self.name not in ("adamw",):
+            raise ValueError(f"weight_decay is decoupled weight decay of optimizer 'adamw', got optimizer={self.name!r} "
+                             f"with weight_decay={self.weight_decay}")
         self._state: list[tuple[Tensor, Tensor]] | None = None
         self._t: Tensor | None = None
 
@@ -81,7 +96,10 @@ class PopulationOptimizer:
         bc1 = 1 - torch.pow(b1, t)
         bc2_sqrt = torch.sqrt(1 - torch.pow(b2, t))
         step = torch.where(active, self.lr * lr_scale / bc1, 0.0)
+        decay = torch.where(active, 1 - self.lr * lr_scale * self.weight_decay, 1.0) if self.weight_decay else None
         for p, g, (m, v) in zip(params, grads, self._state):
+            if decay is not None:  # AdamW: p ← p·(1 − lr·λ), then the Adam step
+                p.mul_(_expand(decay.to(p.dtype), p))
             # torch.optim.Adam: m ← β1 m + (1 − β1) g; v ← β2 v + (1 − β2) g²;
             # p ← p − lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps), in place, bias corrections per member
             m.mul_(b1).add_(g, alpha=1 - b1)
@@ -102,4 +120,4 @@ class PopulationOptimizer:
         self._state, self._t = state["state"], state["t"]
 
 
-__all__ = ["OPTIMIZERS", "PopulationOptimizer"]
+__all__ = ["OPTIMIZERS", "OPTIMIZER_KWARGS", "PopulationOptimizer"]

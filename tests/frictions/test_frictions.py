@@ -22,7 +22,8 @@ ZERO = {"landmine": {"p_bug": 0.0}, "logit_noise": {"sigma": 0.0}, "quantized": 
         "eps_random": {"eps": 0.0}, "bernoulli_reward": {"p": 0.0}, "gaussian_reward": {"sigma": 0.0},
         "label_flip": {"p": 0.0}, "poison_token": {"penalty": 0.0}, "rare_discovery": {"p_disc": 0.0},
         "precision_mismatch": {"sampler_dtype": "off"}, "truncated_sampling": {"top_p": 1.0, "top_k": 0},
-        "partial_rollouts": {"chunks": 1}, "measured_mismatch": {"token_kl": 0.0}}
+        "partial_rollouts": {"chunks": 1}, "measured_mismatch": {"token_kl": 0.0},
+        "sampler_rounding": {"mantissa_bits": 0.0}}
 
 
 def _run(frictions=(), **kw):
@@ -72,7 +73,7 @@ def test_active_follows_the_declared_strength_field():
 STRONG = {"landmine": {"p_bug": 0.3}, "logit_noise": {"sigma": 0.5}, "quantized": {"bits": 4},
           "eps_random": {"eps": 0.2}, "bernoulli_reward": {"p": 0.3}, "gaussian_reward": {"sigma": 0.3},
           "label_flip": {"p": 0.3}, "poison_token": {"penalty": 0.5}, "rare_discovery": {"p_disc": 0.3},
-          "partial_rollouts": {"chunks": 2}}
+          "partial_rollouts": {"chunks": 2}, "sampler_rounding": {"mantissa_bits": 7}}
 
 
 def _batch(frictions, n=20000, K=5, seed=0, z=None):

@@ -26,6 +26,18 @@ def all_sequences(length: int, vocab: int) -> Tensor:
     return digits % vocab
 
 
+def first_eos(answers: Tensor, eos: int) -> Tensor:
+    """Position of the first ``eos`` of each row ``[..., T]`` → ``[...]`` (T where there is none)."""
+    T = answers.shape[-1]
+    pos = torch.arange(T, device=answers.device).expand(answers.shape)
+    return torch.where(answers == eos, pos, T).amin(-1)
+
+
+def eos_mask(answers: Tensor, eos: int) -> Tensor:
+    """Valid tokens of answers ``[..., T]``: every position up to and including the first ``eos``."""
+    return torch.arange(answers.shape[-1], device=answers.device) <= first_eos(answers, eos).unsqueeze(-1)
+
+
 def signed(correct: Tensor) -> Tensor:
     """+1 where correct, −1 elsewhere."""
     return correct.to(torch.get_default_dtype()) * 2 - 1
@@ -45,6 +57,9 @@ class SequenceEnv(ABC):
     uniform_prompts: ClassVar[bool] = True
     #: each prompt has one correct answer (``correct_answers``), so the sequence error is 1 − E π(y*|x)
     unique_answer: ClassVar[bool] = True
+    #: the token that ends an answer (None: answers have exactly ``answer_len`` tokens); the policy
+    #: stops there, later positions are padding outside the token mask
+    eos: ClassVar[int | None] = None
 
     @property
     @abstractmethod

@@ -30,7 +30,7 @@ from torch import Tensor
 
 from sandbox.core.sampling import IDENTITY
 from sandbox.envs.base import Batch, Environment, Prompts
-from sandbox.envs.sequences.base import SequenceEnv, all_sequences
+from sandbox.envs.sequences.base import SequenceEnv, all_sequences, eos_mask, first_eos
 
 SEQ_ERROR_PROMPTS = 1 << 12  # most prompts the sequence error enumerates; a fixed sample beyond
 
@@ -89,10 +89,24 @@ class SequenceEnvironment(Environment):
                      group=torch.arange(G, device=self.device).repeat_interleave(M))
 
     def observe(self, obs, extras):
-        return Prompts(obs, self.samples_per_prompt, self.problem.answer_len)
+        return Prompts(obs, self.samples_per_prompt, self.problem.answer_len, self.problem.eos)
+
+    def token_mask(self, batch, actions):
+        """Every token, or (a problem with an EOS) every token up to and including the first EOS."""
+        if self.problem.eos is None:
+            return super().token_mask(batch, actions)
+        return eos_mask(actions, self.problem.eos)
 
     def correct_answers(self, batch):
         return self.problem.correct_answers(batch.rows)
+
+    def solution_traces(self, n: int, generator: torch.Generator) -> tuple[Prompts, Tensor, Tensor]:
+        """``n`` fresh prompts per member with their correct answers, for supervised fine-tuning:
+        (what the policy sees, answers ``[S, n, A]``, valid tokens ``[S, n, A]``)."""
+        prompts = self.problem.sample_prompts(self.population, n, generator).to(self.device)
+        answers = self.problem.correct_answers(prompts)
+        mask = eos_mask(answers, self.problem.eos) if self.problem.eos is not None else torch.ones_like(answers, dtype=torch.bool)
+        return Prompts(prompts, 1, self.problem.answer_len, self.problem.eos), answers, mask
 
     def wrong_answers(self, batch):
         return self.problem.wrong_answers(batch.rows, self.wrong_answer)
@@ -127,12 +141,18 @@ class SequenceEnvironment(Environment):
         prompts = self.problem.sample_prompts(self.population, self.eval_prompts, generator).to(self.device)
         M = self.eval_samples
         with torch.no_grad():
-            actions = policy.sample(params, Prompts(prompts, M, self.problem.answer_len), IDENTITY, generator).actions
+            actions = policy.sample(params, Prompts(prompts, M, self.problem.answer_len, self.problem.eos), IDENTITY,
+                                    generator).actions
         rows = prompts.repeat_interleave(M, dim=1)
         rewards = self.rewards(rows, actions)
         exact = self.problem.fully_correct(rows, actions)
-        return {"error": self.problem.error(rewards), "reward": rewards.mean(-1),
-                "exact": exact.to(rewards.dtype).mean(-1)}
+        metrics = {"error": self.problem.error(rewards), "reward": rewards.mean(-1),
+                   "exact": exact.to(rewards.dtype).mean(-1)}
+        if self.problem.eos is not None:  # answers that end: their length and the truncated share
+            end = first_eos(actions, self.problem.eos)
+            metrics["truncated"] = (end >= actions.shape[-1]).to(rewards.dtype).mean(-1)
+            metrics["answer_length"] = (end + 1).clamp(max=actions.shape[-1]).to(rewards.dtype).mean(-1)
+        return metrics
 
     def sequence_error(self, policy, params: Sequence[Tensor]) -> Tensor:
         """``[S]``: 1 − E_x π(y*|x) over every prompt (or a fixed sample of ``SEQ_ERROR_PROMPTS``),

@@ -1,0 +1,97 @@
+"""The matched regime's problem: multi-digit addition as a scratchpad then EOS (sandbox.envs.sequences.arithmetic)."""
+
+import pytest
+import torch
+
+from sandbox.envs.sequences.arithmetic import (
+    DIGIT0,
+    EOS,
+    EQUALS,
+    PAD,
+    PLUS,
+    SEP,
+    Addition,
+    answer_length,
+    max_digits_for,
+)
+from sandbox.envs.sequences.base import eos_mask, first_eos
+
+
+def tokens(text: str) -> list[int]:
+    """'12+5=' → token ids (digits, + = ; and $ for EOS, _ for PAD)."""
+    special = {"_": PAD, "$": EOS, "+": PLUS, "=": EQUALS, ";": SEP}
+    return [special[c] if c in special else DIGIT0 + int(c) for c in text]
+
+
+def test_prompt_and_scratchpad_by_hand():
+    env = Addition(vocab=64, answer_len=16)  # N = 2 digits, P = 6
+    prompt = torch.tensor([[tokens("_7+48=")]])
+    # columns: (7, 8, carry 0, sum 5), (0, 4, carry 1, sum 5); then ; 55 and EOS
+    want = tokens("7805" + "0415" + ";55$") + [PAD] * 4
+    assert env.correct_answers(prompt).tolist() == [[want]]
+    prompt = torch.tensor([[tokens("99+99=")]])
+    want = tokens("9908" + "9919" + ";198$") + [PAD] * 3
+    assert env.correct_answers(prompt).tolist() == [[want]]
+
+
+def test_sampled_prompts_are_sums_the_scratchpad_gets_right():
+    env = Addition(vocab=1024, answer_len=64)
+    prompts = env.sample_prompts(2, 200, torch.Generator().manual_seed(0))
+    assert prompts.shape == (2, 200, env.prompt_len) and env.digits == 12
+    answers = env.correct_answers(prompts)
+    for row_p, row_a in zip(prompts.reshape(-1, env.prompt_len).tolist(), answers.reshape(-1, 64).tolist()):
+        N = env.digits
+        a = int("".join(str(t - DIGIT0) for t in row_p[:N] if t != PAD))
+        b = int("".join(str(t - DIGIT0) for t in row_p[N + 1 : 2 * N + 1] if t != PAD))
+        end = row_a.index(EOS)
+        final = row_a[row_a.index(SEP) + 1 : end]
+        assert int("".join(str(t - DIGIT0) for t in final)) == a + b
+        assert len(str(a)) == len(str(b))  # both operands have n digits
+        assert end + 1 <= answer_length(len(str(a)))
+    n = (prompts[..., : env.digits] != PAD).sum(-1)
+    assert set(n.unique().tolist()) == set(range(1, 13))  # every difficulty appears
+    assert len({tuple(r) for r in prompts.reshape(-1, env.prompt_len).tolist()}) > 380  # distinct but for a few 1-digit repeats
+
+
+def test_reward_reads_the_final_answer_and_truncation():
+    env = Addition(vocab=64, answer_len=16, truncation_reward=-0.5)
+    prompt = torch.tensor([[tokens("_7+48=")]]).expand(1, 5, -1)
+    answers = torch.tensor([[
+        tokens("7805" + "0415" + ";55$") + [PAD] * 4,  # right
+        tokens(";55$") + [PAD] * 12,  # no scratchpad, right final answer: graded right
+        tokens("7805" + "0415" + ";56$") + [PAD] * 4,  # wrong digit
+        tokens("7805" + "0415" + ";555$") + [PAD] * 3,  # too long
+        tokens("7805" + "0415" + ";55") + [DIGIT0] * 5,  # no EOS in T: truncated
+    ]])
+    assert env.rewards(prompt, answers).tolist() == [[1.0, 1.0, 0.0, 0.0, -0.5]]
+    assert env.fully_correct(prompt, answers).tolist() == [[True, False, False, False, False]]
+    assert env.truncated(answers).tolist() == [[False, False, False, False, True]]
+    assert env.reward_range == (-0.5, 1.0)
+
+
+def test_wrong_answers():
+    env = Addition(vocab=64, answer_len=16)
+    prompt = torch.tensor([[tokens("_7+48=")]])
+    assert env.rewards(prompt, env.wrong_answers(prompt, "shifted")).tolist() == [[0.0]]
+    assert env.wrong_answers(prompt, "shifted")[0, 0, 8:11].tolist() == tokens(";66")
+    assert env.rewards(prompt, env.wrong_answers(prompt, "constant")).tolist() == [[0.0]]  # all PAD: truncated
+
+
+def test_eos_mask():
+    answers = torch.tensor([[5, 1, 0, 1], [5, 6, 7, 8], [1, 0, 0, 0]])
+    assert first_eos(answers, 1).tolist() == [1, 4, 0]
+    assert eos_mask(answers, 1).tolist() == [[True, True, False, False], [True] * 4, [True, False, False, False]]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"answer_len": 7}, "answer_len"), ({"vocab": 10}, "vocab"), ({"max_digits": 13}, "max_digits"),
+    ({"min_digits": 13}, "min_digits"), ({"truncation_reward": 0.5}, "truncation_reward"),
+])
+def test_bad_knobs_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Addition(**{"vocab": 1024, "answer_len": 64, **kwargs})
+
+
+def test_lengths():
+    assert [max_digits_for(T) for T in (16, 64, 256)] == [2, 12, 50]
+    assert all(answer_length(max_digits_for(T)) <= T for T in range(8, 300))
