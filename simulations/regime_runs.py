@@ -1,0 +1,129 @@
+"""The matched regime's runs: its calibration, its arms and controls, and the table of
+``docs/regime.md`` (issue 42). Every arm is declared here before its data exists.
+
+    python -m simulations.regime_runs calibrate                  # mantissa bits for the published KL
+    python -m simulations.regime_runs run control --base-seed 0  # one arm: 8 seeds, its steps
+    python -m simulations.regime_runs table                      # the docs' table from the data
+
+Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
+step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
+a smoke test (its file name then says so, and the table ignores it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+DATA = Path(__file__).parent / "data" / "regime"
+
+#: the sampler's mantissa bits whose k3 KL(μ‖π) at the warm start is the published bf16 (≈ 1e-3)
+#: and fp16 (≈ 1e-5) level (Precision-RL, figures/verl_oat_fix.png), measured by ``calibrate``
+#: on base seed 0 (docs/regime.md, Calibration); the real formats have 7 and 10
+BITS = {"bf16": 4.35, "fp16": 7.63}
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration of the regime: its estimator, frictions and delay; ``steps`` learner steps;
+    ``role``: 'negative' (must learn), 'positive' (must collapse) or 'table' (measured only)."""
+
+    name: str
+    role: str
+    estimator: str = "reinforce"
+    estimator_kwargs: dict = field(default_factory=dict)
+    frictions: tuple = ()
+    staleness: dict = field(default_factory=dict)
+    steps: int = 1000
+    why: str = ""
+
+
+ARMS = {arm.name: arm for arm in (
+    Arm("control", "negative", why="synchronous, no mismatch: must learn without freezing"),
+    Arm("bf16", "positive", frictions=(("sampler_rounding", {"mantissa_bits": BITS["bf16"]}),),
+        why="the sampler rounded to the calibrated bf16 level, no correction (Precision-RL's GRPO arm)"),
+    Arm("lag10-tis", "table", estimator="tis", staleness={"kind": "fixed", "D": 10},
+        why="10 updates stale, token-level truncated IS (the published lag-10 setting)"),
+    Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16},
+        why="16 updates stale, unclipped sequence-level IS (the published TIS-at-lag collapse, uncorrected)"),
+)}
+
+
+def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = None):
+    from simulations.regime import regime_config
+
+    return regime_config(task_kwargs={"population": seeds}, estimator=arm.estimator,
+                         estimator_kwargs=dict(arm.estimator_kwargs), frictions=arm.frictions,
+                         staleness=dict(arm.staleness), steps=steps or arm.steps, seed=base_seed, label=arm.name)
+
+
+def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None) -> Path:
+    full = seeds == 8 and steps in (None, ARMS[arm].steps)
+    return DATA / (f"{arm}-b{base_seed}.parquet" if full else f"smoke-{arm}-b{base_seed}-s{seeds}-t{steps}.parquet")
+
+
+def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, every: int = 10) -> Path:
+    """Probe one arm and write its trajectories (atomically: a killed run leaves no file)."""
+    from simulations.regime import probe
+
+    frame = probe(arm_config(ARMS[arm], base_seed, seeds, steps), every=every)
+    frame["arm"], frame["base_seed"] = arm, base_seed
+    path = data_path(arm, base_seed, seeds, steps)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def calibrate(base_seed: int = 0, seeds: int = 8) -> dict:
+    """Mantissa bits for the published bf16 / fp16 KL at the warm start, and the real formats' KL."""
+    from simulations.regime import calibrate_bits, warm_mismatch
+
+    config = arm_config(ARMS["control"], base_seed, seeds, steps=1)
+    out = {"base_seed": base_seed, "seeds": seeds}
+    for name, bits in (("bf16", 7), ("fp16", 10)):
+        out[f"{name}_real_bits_k3"] = warm_mismatch(config, bits)[1]
+    for name, target in (("bf16", 1e-3), ("fp16", 1e-5)):
+        out[f"{name}_bits"], out[f"{name}_k3"] = calibrate_bits(config, target, start=7.0 if name == "bf16" else 10.0)
+    return out
+
+
+def load(arms=None) -> pd.DataFrame:
+    """Every full run's trajectories (smoke runs left out)."""
+    files = [p for p in sorted(DATA.glob("*.parquet")) if not p.name.startswith("smoke-")]
+    frames = [pd.read_parquet(p) for p in files]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return frame if arms is None or frame.empty else frame[frame["arm"].isin(arms)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("calibrate", help="mantissa bits for the published bf16/fp16 KL at the warm start")
+    c.add_argument("--base-seed", type=int, default=0)
+    r = sub.add_parser("run", help="probe one arm and write its trajectories")
+    r.add_argument("arm", choices=sorted(ARMS))
+    r.add_argument("--base-seed", type=int, default=0)
+    r.add_argument("--seeds", type=int, default=8)
+    r.add_argument("--steps", type=int, default=None)
+    sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
+    args = parser.parse_args(argv)
+    if args.command == "calibrate":
+        print(json.dumps(calibrate(args.base_seed), indent=1))
+    elif args.command == "run":
+        print(run(args.arm, args.base_seed, args.seeds, args.steps))
+    else:
+        from simulations.regime_table import table
+
+        print(table(load()))
+
+
+if __name__ == "__main__":
+    main()
+
+__all__ = ["ARMS", "Arm", "BITS", "DATA", "arm_config", "calibrate", "data_path", "load", "run"]

@@ -1,0 +1,88 @@
+"""The matched regime's table (docs/regime.md): each decisive quantity of the regime's arms beside
+the value published for large runs, its source and the ratio (issue 42, item 6).
+
+Each cell is the median over seeds (all base seeds pooled) of the per-seed mean in a window:
+"start" = the first ``START`` steps, "late" = the last fifth of the run. The published values are
+those verified against their sources (``docs/regime.md``, Sources; [fig] read off a figure by eye,
+[read] stated in text); "unknown" where no source gives one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+START = 50
+
+#: (column, label, the arm whose value is compared, published (low, high) or None, the published text)
+ROWS = (
+    ("error", "error (1 − pass rate), eval", None, None, "—"),
+    ("entropy", "policy entropy, nats/token", "control", None,
+     "unknown: DAPO's entropy curves (arXiv 2503.14476) are not available offline"),
+    ("zero_adv_frac", "zero-advantage groups", "control", None, "unknown"),
+    ("update_k3", "per-update KL(π_{t−1}‖π_t), k3", "control", None,
+     "unknown: no source gives it; VCPO's synchronous KL(rollout‖policy), which includes the engine "
+     "mismatch, is ≈ 2.5–4e-4 on MATH [fig, mit-han-lab/vcpo figures/vcpo_results.png]"),
+    ("lag_k3", "lag-10 KL(π_{t−10}‖π_t), k3", "control", (4e-4, 6e-4),
+     "≈ 4–6e-4 (VCPO k = 10, MATH), ≈ 1–2e-3 (Countdown) [fig, vcpo_results.png]"),
+    ("kl_k3", "sampler–learner KL(μ‖π), k3, per token", "bf16", (1e-3, 1e-3),
+     "bf16 ≈ 1e-3 at the start, rising to ≈ 2 by step ≈ 600 before GRPO's collapse [fig, "
+     "sail-sg/Precision-RL figures/verl_oat_fix.png, OAT row]; vllm-kl 5e-4–1e-3 on H20, "
+     "[1e-3, 2e-2] and [2e-2, 1e-1] in pre-collapse batches [read, 'When Speed Kills Stability']"),
+    ("kl_k1", "sampler–learner KL(μ‖π), k1, per token", "bf16", None, "as above (k3 only)"),
+    ("seq_kl", "T·KL: per-answer Σ log μ − log π", "bf16", None,
+     "bf16 sequence KL 7.64, fp16 0.32; drift −1.01 / −0.07 nats per 1,000 tokens [in-figure text, "
+     "Precision-RL figures/offline_mismatch.png] — at thousands of tokens"),
+    ("tail_mass", "sampled tokens with μ < 1e-3", "bf16", None, "unknown"),
+    ("max_abs_dp", "max \\|π − μ\\| over sampled tokens", "bf16", (1.0, 1.0),
+     "≈ 1 for single tokens from step 0 in bf16 (min of π − μ ≈ −1) [fig, verl_oat_fix.png, verl row]"),
+    ("truncated", "truncated answers (no EOS in T)", "control", None,
+     "unknown as a rate; collapsed runs run to the maximum length [read, verl #2736, #1121]"),
+    ("length", "answer length, tokens", "control", None, "thousands of tokens (T here: the run's answer_len)"),
+)
+
+
+def _window(frame: pd.DataFrame, column: str, late: bool) -> float:
+    """Median over seeds of the per-seed mean of ``column`` in the start or late window."""
+    if column not in frame or frame[column].dropna().empty:
+        return math.nan
+    last = frame["step"].max()
+    mask = frame["step"] >= 0.8 * last if late else frame["step"] <= START
+    per_seed = frame[mask].groupby(["base_seed", "member"])[column].mean()
+    return float(per_seed.median())
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return "—"
+    return f"{x:.3g}" if 1e-2 <= abs(x) < 1e3 or x == 0 else f"{x:.2e}"
+
+
+def table(frame: pd.DataFrame) -> str:
+    """The Markdown table of ``frame`` (``simulations.regime_runs.load()``): one row per quantity,
+    one column per arm (start → late), the published value, and the ratio of the compared arm's
+    start value to the published one (the distance, where it is outside the published range)."""
+    if frame.empty:
+        return "(no committed regime runs yet)"
+    arms = [a for a in ("control", "bf16", "lag10-tis", "lag16-seq-is") if a in set(frame["arm"])]
+    seeds = {a: f"{frame[frame.arm == a].base_seed.nunique()}×{frame[frame.arm == a].member.nunique()}" for a in arms}
+    head = "| quantity | " + " | ".join(f"{a} ({seeds[a]} seeds) start → late" for a in arms) + \
+        " | published (source) | ratio, start |"
+    lines = [head, "|" + "---|" * (len(arms) + 3)]
+    for column, label, compared, band, text in ROWS:
+        cells = []
+        for a in arms:
+            sub = frame[frame.arm == a]
+            cells.append(f"{_fmt(_window(sub, column, False))} → {_fmt(_window(sub, column, True))}")
+        ratio = "—"
+        if band is not None and compared in arms:
+            value = _window(frame[frame.arm == compared], column, False)
+            low, high = band
+            if math.isfinite(value):
+                ratio = "in range" if low <= value <= high else f"{value / (low if value < low else high):.2g}× ({compared})"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} | {ratio} |")
+    return "\n".join(lines)
+
+
+__all__ = ["ROWS", "START", "table"]
