@@ -51,13 +51,39 @@ class SamplerRounding(Friction):
 
     strength = "mantissa_bits"
     mantissa_bits: float = 0.0  # b in [1, 52], or 0 (off)
+    tail_rate: float = 0.0  # p: share of positions whose least likely token the sampler boosts, in [0, 1]
+    tail_boost: float = 8.0  # Δ: that token's sampler logit is max + Δ (nats), in (0, 100]
 
     def __post_init__(self) -> None:
         if self.mantissa_bits != 0:
             check_range("mantissa_bits", self.mantissa_bits, low=1.0, high=52.0)
+        check_range("tail_rate", self.tail_rate, low=0.0, high=1.0)
+        check_range("tail_boost", self.tail_boost, low=0.0, low_open=True, high=100.0)
+
+    @property
+    def active(self) -> bool:
+        return self.mantissa_bits != 0 or self.tail_rate > 0
 
     def actor_logits(self, logits, ctx, generator):
-        return round_mantissa(logits, self.mantissa_bits)
+        out = round_mantissa(logits, self.mantissa_bits) if self.mantissa_bits else logits
+        return heavy_tail(out, self.tail_rate, self.tail_boost) if self.tail_rate > 0 else out
 
 
-__all__ = ["MANTISSA_BITS", "SamplerRounding", "round_mantissa"]
+def position_hash(logits: Tensor) -> Tensor:
+    """A number in [0, 1) per position ``[..., V]`` → ``[...]``, a deterministic function of the
+    position's logits (the same input, the same number; unrelated inputs, unrelated numbers)."""
+    weights = torch.sin(torch.arange(1, logits.shape[-1] + 1, dtype=torch.float64, device=logits.device) * 12.9898)
+    return torch.frac(torch.sin((logits.to(torch.float64) * weights).sum(-1)) * 43758.5453).abs()
+
+
+def heavy_tail(logits: Tensor, rate: float, boost: float) -> Tensor:
+    """At the positions whose ``position_hash`` is below ``rate``, the least likely token's logit set
+    to max + ``boost`` (module docstring)."""
+    hit = position_hash(logits) < rate
+    tail = logits.argmin(-1, keepdim=True)
+    raised = logits.amax(-1, keepdim=True) + boost
+    boosted = logits.scatter(-1, tail, raised.to(logits.dtype))
+    return torch.where(hit.unsqueeze(-1), boosted, logits)
+
+
+__all__ = ["MANTISSA_BITS", "SamplerRounding", "heavy_tail", "position_hash", "round_mantissa"]

@@ -119,3 +119,22 @@ def test_warm_start_learns_and_is_cached(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="sft_steps"):
         make_task("regime", **SMALL, sft_steps=-1)
     assert isinstance(task.policy, WarmStarted) and task.policy.n_actions == 32
+
+
+def test_heavy_tail_boosts_the_least_likely_token_at_a_deterministic_share_of_positions():
+    from sandbox.frictions.rounding import heavy_tail, position_hash
+
+    z = torch.randn(20_000, 50, generator=torch.Generator().manual_seed(0))
+    h = position_hash(z)
+    assert torch.equal(h, position_hash(z.clone())) and ((h >= 0) & (h < 1)).all()
+    out = heavy_tail(z, 0.05, 8.0)
+    hit = (out != z).any(-1)
+    assert abs(hit.double().mean().item() - 0.05) < 0.01  # the share of positions hit
+    pi, mu = torch.softmax(z, -1), torch.softmax(out, -1)
+    rows = hit.nonzero().squeeze(-1)
+    tail = z[rows].argmin(-1)
+    assert (mu[rows, tail] > 0.99).all() and (pi[rows, tail] < 0.05).all()  # |π − μ| ≈ 1 on that token
+    f = make_friction("sampler_rounding", tail_rate=0.05)
+    assert f.active and torch.equal(f.actor_logits(z, None, None), out)
+    with pytest.raises(ValueError, match="tail_rate"):
+        make_friction("sampler_rounding", tail_rate=1.5)
