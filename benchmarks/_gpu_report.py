@@ -15,12 +15,13 @@ def report(state: dict) -> str:
              f"{env.get('cpus')} CPUs; versions: "
              + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items()), ""]
     lines += ["| section | status | seconds | note |", "|---|---|---|---|"]
-    for name in ("env", "kernels", "grpo", "population", "panel"):
+    for name in ("env", "kernels", "grpo", "population", "regime", "panel"):
         s = sections.get(name, {"status": "not run yet"})
         note = s.get("error") or s.get("why") or ""
         lines.append(f"| {name} | {s['status']} | {s.get('seconds', '')} | {note} |")
     lines += ["", *_kernels(sections.get("kernels", {})), "", *_grpo(sections.get("grpo", {})), "",
-              *_population(sections.get("population", {})), "", *_panel(sections.get("panel", {}))]
+              *_population(sections.get("population", {})), "", *_regime(sections.get("regime", {})), "",
+              *_panel(sections.get("panel", {}))]
     return "\n".join(lines) + "\n"
 
 
@@ -73,6 +74,15 @@ def _population(s: dict) -> list[str]:
     if s.get("speedup"):
         ok = "met" if s["speedup"] >= SPEEDUP_TARGET else "NOT met"
         out += ["", f"Best GPU / one CPU core: **{s['speedup']:.0f}×** (target ≥ {SPEEDUP_TARGET:.0f}×: {ok})."]
+    return out
+
+
+def _regime(s: dict) -> list[str]:
+    out = ["## (e) The matched regime's long-answer controls (8 seeds each; rows: gpu-regime.parquet)", "",
+           "| T | arm | RL steps | seconds | starting pass rate | final error |", "|---|---|---|---|---|---|"]
+    for r in s.get("rows", []):
+        out.append(f"| {r['T']} | {r['arm']} | {r['steps']} | {r['seconds']} | {r['start_pass_rate']:.3f} | "
+                   f"{r['end_error']:.3f} |")
     return out
 
 

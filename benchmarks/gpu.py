@@ -14,6 +14,8 @@ repository, which the next call carries) and skips what is done. Sections, in or
               random weights: the speed does not depend on them), host syncs per step
   population  (c) seed-steps per second of the H = 10 reversal population on the GPU against one CPU
               core of the same machine, in the same run; host syncs per step
+  regime      (e) the matched regime's long-answer controls at T = 256 and 1,024, 8 seeds each, their
+              per-seed trajectories (benchmarks/_gpu_regime.py)
   panel       (d) the pretrained llm-staleness panel at full fidelity (device='cuda'), job by job,
               seed-major, as far as the time goes (needs the model file: see --prepare)
 
@@ -333,9 +335,15 @@ def panel(run: Run) -> dict:
     return status
 
 
+def regime(run: Run) -> dict:
+    from _gpu_regime import regime as run_regime  # beside this file
+
+    return run_regime(run)
+
+
 #: name → (function, seconds it needs at least to start)
 SECTIONS = {"env": (env, 0), "kernels": (kernels, 60), "grpo": (grpo, 90), "population": (population, 60),
-            "panel": (panel, 90)}
+            "regime": (regime, 90), "panel": (panel, 90)}
 
 
 # ----------------------------------------------------------------------------- main

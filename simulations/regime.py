@@ -182,11 +182,11 @@ def probe(config: RunConfig, every: int = 10, lag: int = LAG, progress: bool = T
         measure = step % every == 0 or step == config.steps
         if measure:
             ev = al.evaluate(step)
-            record.update({"error": ev["error"].numpy(), "eval_truncated": ev["truncated"].numpy()})
+            record.update({"error": ev["error"].cpu().numpy(), "eval_truncated": ev["truncated"].cpu().numpy()})
             for name, k in (("update", 1), ("lag", lag)):
                 if len(ring) > k:
                     k1, k3 = lag_kl(al, ring[-1 - k], step)
-                    record.update({f"{name}_k1": k1.numpy(), f"{name}_k3": k3.numpy()})
+                    record.update({f"{name}_k1": k1.cpu().numpy(), f"{name}_k3": k3.cpu().numpy()})
         if step < config.steps:
             rollout = al.rollout(step)
             q = step_quantities(al, rollout)

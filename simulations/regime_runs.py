@@ -53,12 +53,16 @@ ARMS = {arm.name: arm for arm in (
 )}
 
 
-def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = None):
+def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = None, device: str = "cpu",
+               **task_kwargs):
+    """The ``RunConfig`` of ``arm`` at ``base_seed`` with ``seeds`` seeds (``task_kwargs`` override the
+    regime task's knobs: ``answer_len``, ``sft_steps`` …)."""
     from simulations.regime import regime_config
 
-    return regime_config(task_kwargs={"population": seeds}, estimator=arm.estimator,
+    return regime_config(task_kwargs={"population": seeds, **task_kwargs}, estimator=arm.estimator,
                          estimator_kwargs=dict(arm.estimator_kwargs), frictions=arm.frictions,
-                         staleness=dict(arm.staleness), steps=steps or arm.steps, seed=base_seed, label=arm.name)
+                         staleness=dict(arm.staleness), steps=steps or arm.steps, seed=base_seed, label=arm.name,
+                         device=device)
 
 
 def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None) -> Path:

@@ -49,7 +49,11 @@ def test_the_gpu_run_is_rehearsed_and_resumes_where_it_stopped(tmp_path):
     assert all(s["status"] == "done" for s in sections.values()), sections
     assert len(state["calls"]) == 3 and sections["env"] == before["env"] and sections["population"] == before["population"]
     files = {p.name for p in calls[2].iterdir() if p.is_file()}
-    assert files == {"gpu-state.json", "gpu-rehearsal.md", "gpu-log.txt", "gpu-panel.parquet"}  # ≤ 8 files back
+    assert files == {"gpu-state.json", "gpu-rehearsal.md", "gpu-log.txt", "gpu-panel.parquet",
+                     "gpu-regime.parquet"}  # ≤ 8 files back
+    regime = pd.read_parquet(calls[2] / "gpu-regime.parquet")
+    assert set(regime.arm) == {"control"} and regime.member.nunique() == 2 and "(e) The matched regime" in \
+        (calls[2] / "gpu-rehearsal.md").read_text()
     panel = pd.read_parquet(calls[2] / "gpu-panel.parquet")
     assert panel.job_id.nunique() == sections["panel"]["jobs"] == 8
     assert {label.split(" | ")[0] for label in panel.label} == {"reinforce", "dg"}

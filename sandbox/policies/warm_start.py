@@ -94,7 +94,7 @@ class WarmStarted(Policy):
     # ------------------------------------------------------------------ the warm start
     def init(self, population: int, generator: torch.Generator) -> list[Tensor]:
         """``inner``'s fresh parameters, then SFT on the traces (cached; module docstring)."""
-        params = self.inner.init(population, generator)
+        params = [p.to(self.device) for p in self.inner.init(population, generator)]  # SFT where the run is
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         if self.steps == 0:
             return params
