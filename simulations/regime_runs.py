@@ -23,8 +23,10 @@ DATA = Path(__file__).parent / "data" / "regime"
 
 #: the sampler's mantissa bits whose k3 KL(μ‖π) at the warm start is the published bf16 (≈ 1e-3)
 #: and fp16 (≈ 1e-5) level (Precision-RL, figures/verl_oat_fix.png), measured by ``calibrate``
-#: on base seed 0 (docs/regime.md, Calibration); the real formats have 7 and 10
-BITS = {"bf16": 4.35, "fp16": 7.63}
+#: on base seed 0 (docs/regime.md, Calibration); the real formats have 7 and 10. ``bf16-long``: the bits
+#: whose token KL at T = 16 puts T·κ where a 1,000-token bf16 answer puts it (κ = 1e-3 · 1,000/16,
+#: measured 0.056), the length knob of issue 42, item 5
+BITS = {"bf16": 4.35, "fp16": 7.63, "bf16-long": 1.36}
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ ARMS = {arm.name: arm for arm in (
     Arm("control", "negative", why="synchronous, no mismatch: must learn without freezing"),
     Arm("bf16", "positive", frictions=(("sampler_rounding", {"mantissa_bits": BITS["bf16"]}),),
         why="the sampler rounded to the calibrated bf16 level, no correction (Precision-RL's GRPO arm)"),
+    Arm("bf16-long", "positive", frictions=(("sampler_rounding", {"mantissa_bits": BITS["bf16-long"]}),),
+        why="the bf16 mismatch of a 1,000-token answer (T·κ = 1) on T = 16, no correction"),
     Arm("lag10-tis", "table", estimator="tis", staleness={"kind": "fixed", "D": 10},
         why="10 updates stale, token-level truncated IS (the published lag-10 setting)"),
     Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16},

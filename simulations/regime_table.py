@@ -65,7 +65,7 @@ def table(frame: pd.DataFrame) -> str:
     start value to the published one (the distance, where it is outside the published range)."""
     if frame.empty:
         return "(no committed regime runs yet)"
-    arms = [a for a in ("control", "bf16", "lag10-tis", "lag16-seq-is") if a in set(frame["arm"])]
+    arms = [a for a in ("control", "bf16", "bf16-long", "lag10-tis", "lag16-seq-is") if a in set(frame["arm"])]
     seeds = {a: f"{frame[frame.arm == a].base_seed.nunique()}×{frame[frame.arm == a].member.nunique()}" for a in arms}
     head = "| quantity | " + " | ".join(f"{a} ({seeds[a]} seeds) start → late" for a in arms) + \
         " | published (source) | ratio, start |"
