@@ -49,7 +49,7 @@ ARMS = {arm.name: arm for arm in (
     Arm("bf16", "positive", frictions=(("sampler_rounding", {"mantissa_bits": BITS["bf16"]}),),
         why="the sampler rounded to the calibrated bf16 level, no correction (Precision-RL's GRPO arm)"),
     Arm("bf16-long", "positive", frictions=(("sampler_rounding", {"mantissa_bits": BITS["bf16-long"]}),),
-        why="the bf16 mismatch of a 1,000-token answer (T·κ = 1) on T = 16, no correction"),
+        steps=500, why="the bf16 mismatch of a 1,000-token answer (T·κ = 1) on T = 16, no correction"),
     Arm("lag10-tis", "table", estimator="tis", staleness={"kind": "fixed", "D": 10},
         why="10 updates stale, token-level truncated IS (the published lag-10 setting)"),
     Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16},
