@@ -66,6 +66,7 @@ REFUSED = {
     R + "do_sample": ((True,), "greedy rollouts are not modelled"),
     "distillation.enabled": ((False,), "distillation from a teacher model is not modelled"),
     A + "qat.enable": ((False,), "quantisation-aware training of the learner is not modelled"),
+    R + "qat.enable": ((False,), "a quantised sampler is not modelled (--precision models a bf16/fp16 one)"),
 }
 INFRASTRUCTURE = (
     "data.*", "trainer.*", "critic.*", "reward_model.*", "custom_reward_function.*", "ray_kwargs.*", "hydra.*",
@@ -90,7 +91,7 @@ INFRASTRUCTURE = (
     A + "calculate_sum_pi_squared", A + "qat.*", A + "entropy_from_logits_chunk_size", A + "pad_to_length",
     R + "nnodes", R + "n_gpus_per_node", R + "full_determinism", R + "seed", R + "router_config_path",
     R + "enable_rollout_routing_replay", R + "moe_load_balance_metrics_interval", R + "profiler.*",
-    R + "prometheus.*", R + "mtp", R + "qat", R + "disaggregation.*",
+    R + "prometheus.*", R + "mtp", R + "mtp.*", R + "qat", R + "qat.*", R + "disaggregation.*",
 )
 VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
 

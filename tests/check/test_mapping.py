@@ -326,7 +326,7 @@ def test_a_name_that_is_a_builtin_method_gets_a_suffix():
 
 
 def test_not_a_config_is_one_line(tmp_path):
-    for config, message in [(tmp_path / "missing.yaml", "does not exist"), (tmp_path / "x.toml", "must be a"),
+    for config, message in [(tmp_path / "missing.yaml", "does not exist"), (tmp_path / "x.ini", "must be a"),
                             ({"foo": 1}, "neither a verl trainer config"), (42, "config must be")]:
         with pytest.raises(ValueError, match=message):
             map_config(config)
