@@ -36,10 +36,11 @@ class CheckReport:
 
 def prepare(config: Any, battery: str | dict | Battery = "quick", ignore: Sequence[str] = (),
             precision: str | None = None, seeds: int | None = None,
-            label: str | None = None) -> tuple[Mapping, Battery, Battery]:
+            label: str | None = None, framework: str | None = None,
+            trainer: str | None = None) -> tuple[Mapping, Battery, Battery]:
     """The mapping, the deployment battery and the chosen battery — every input checked, nothing
     run (``sandbox check`` calls it before any compute)."""
-    mapping = map_config(config, ignore=ignore, precision=precision, label=label)
+    mapping = map_config(config, ignore=ignore, precision=precision, label=label, framework=framework, trainer=trainer)
     chosen = as_battery(battery)
     return mapping, deployment_battery(mapping.deployment, chosen).with_seeds(seeds), chosen.with_seeds(seeds)
 
@@ -48,7 +49,8 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
           ignore: Sequence[str] = (), precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST,
           seeds: int | None = None, backend: str = "local", workers: int | None = None,
           results: str | Path | None = None, progress: bool = True, ray_address: str | None = None,
-          label: str | None = None, deployment_against: str = "cached") -> CheckReport:
+          label: str | None = None, deployment_against: str = "cached", framework: str | None = None,
+          trainer: str | None = None) -> CheckReport:
     """Map ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) onto our
     estimator, advantage and correction fields; build its deployment battery (its staleness,
     top-p/top-k with the engine's log-probs, group size, reuse, partial rollouts, and with
@@ -58,12 +60,14 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     deployment cells the configuration meets the built-ins whose results the store holds there
     (``deployment_against='cached'``: none on a first check, which so computes only the
     configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), or all (``'all'``). With ``out``, writes ``check.md|png|json``.
+    ``framework`` ('verl==0.9.1', 'verl@b178a3c', 'trl==1.16.0'; default the newest) is the version
+    the config is read as, ``trainer`` TRL's ('grpo', 'async_grpo'; default told by the keys).
     A key we do not model is a one-line ``ValueError`` naming it, unless in ``ignore``."""
     start = time.perf_counter()
     check_run_args(backend, workers, results=results, out=out, ray_address=ray_address)
     if deployment_against not in DEPLOYMENT_AGAINST:
         raise ValueError(f"deployment_against must be one of {DEPLOYMENT_AGAINST}, got {deployment_against!r}")
-    mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, label)
+    mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, label, framework, trainer)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]
     store = default_store(results)
     run = {"backend": backend, "workers": workers, "progress": progress, "ray_address": ray_address}
@@ -106,14 +110,15 @@ def best_builtin(frame: pd.DataFrame, baselines: Sequence[Recipe]) -> Recipe:
 def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequence[str] = (),
             precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST, seeds: int | None = None,
             workers: int | None = None, results: str | Path | None = None,
-            deployment_against: str = "cached") -> list[str]:
+            deployment_against: str = "cached", framework: str | None = None,
+            trainer: str | None = None) -> list[str]:
     """What ``check`` would do, nothing run or written: the cost of each battery, from measured job
     costs (the store's results, the committed built-ins, else the same environment's committed cells)."""
     from sandbox.jobs import costs
     from sandbox.jobs.store import DEFAULT_ROOT
     from sandbox.scoring.runner import jobs
 
-    mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds)
+    mapping, deploy, chosen = prepare(config, battery, ignore, precision, seeds, framework=framework, trainer=trainer)
     baselines = [make_recipe(m) for m in parse_methods("against", against)]
     folder = Path(results if results is not None else DEFAULT_ROOT) / "scores"
     store = default_store(results) if folder.is_dir() else None  # a store makes its folder: none is made

@@ -93,7 +93,7 @@ TABLES = {
         ('actor_rollout_ref.actor.ppo_epochs × async_training.require_batches', 'deployment.reuse', 4),
         ('async_training.trigger_parameter_sync_step × async_training.staleness_threshold', 'deployment.delay', {'kind': 'uniform', 'D': 17}),
         ('async_training.partial_rollout', 'deployment.partial', 2),
-        ('algorithm.rollout_correction.bypass_mode, async_training.use_rollout_log_probs, async_training.compute_prox_log_prob', 'deployment.proximal', 'behavior'),
+        ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'behavior'),
         ('actor_rollout_ref.rollout.n', 'deployment.group', 16),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),

@@ -48,7 +48,7 @@ def test_m3_a_group_of_one_has_no_baseline():
     assert m.recipe.advantage == "constant" and m.recipe.advantage_kwargs == {}
     assert any("rollout.n = 1" in w for w in m.warnings)
     assert "warning: rollout.n = 1" in m.text()
-    with pytest.raises(ValueError, match=r"rollout\.n=1: with rloo_vectorized .* \(the verl default; set"):
+    with pytest.raises(ValueError, match=r"rollout\.n=1: with rloo_vectorized .* \(the verl 0.9.1 default; set"):
         map_config({G + "adv_estimator": "rloo_vectorized"})
 
 
@@ -81,7 +81,8 @@ def test_m7_fully_async_window_start_pi_old_is_stated(legacy):
     """π_old recomputed at the sync window's start (b178a3c's compute_prox_log_prob; verl 0.9.1's
     fully-async trainer without bypass_mode): an approximation, said in the report."""
     extra = {AS + "compute_prox_log_prob": True} if legacy else {C + "bypass_mode": False}
-    m = map_config({**GRPO, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 2, **extra})
+    m = map_config({**GRPO, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 2, **extra},
+                   framework="verl@b178a3c" if legacy else None)
     assert m.deployment.proximal == "recompute"
     assert any("sync window's start" in w for w in m.warnings)
 
@@ -144,8 +145,28 @@ def test_ignore_is_suggested_only_for_keys_the_file_sets():
     with pytest.raises(ValueError) as err:
         map_config({G + "adv_estimator": "rloo_vectorized"})  # rollout.n = 1 is verl's default
     assert "--ignore" not in str(err.value)
-    with pytest.raises(ValueError, match="pass --ignore"):
+    with pytest.raises(ValueError, match="pass --ignore actor_rollout_ref.actor.clip_ratio_high"):
+        map_config({G + "adv_estimator": "grpo", R + "n": 4, C + "bypass_mode": True, C + "rollout_rs": "seq_mean_k3",
+                    C + "rollout_rs_threshold": 0.01, A + "clip_ratio_high": 0.28})
+
+
+def test_every_ignore_suggestion_leads_somewhere():
+    """An --ignore that would leave a default refused the same way is not suggested (issue 45: --ignore
+    algorithm.adv_estimator led to a second refusal); the suggestion made is followed and passes."""
+    with pytest.raises(ValueError, match=r"set it to a value the check models \(--ignore actor_rollout_ref\.rollout\.n "
+                                         r"would leave the verl 0\.9\.1 default 1, refused too\)") as err:
         map_config({G + "adv_estimator": "rloo_vectorized", R + "n": 1})
+    assert "pass --ignore" not in str(err.value)
+    with pytest.raises(ValueError, match="would leave the verl 0.9.1 default 'gae', refused too") as err:
+        map_config({G + "adv_estimator": "gpg", R + "n": 4})
+    assert "pass --ignore" not in str(err.value)
+    config = {G + "adv_estimator": "grpo", R + "n": 4, C + "bypass_mode": True, C + "rollout_rs": "seq_mean_k3",
+              C + "rollout_rs_threshold": 0.01, A + "clip_ratio_high": 0.28, A + "use_kl_loss": True}
+    with pytest.raises(ValueError) as err:
+        map_config(config)
+    suggested = str(err.value).split("pass --ignore ", 1)[1].split(" to check")[0].split()
+    assert sorted(suggested) == [A + "clip_ratio_high", A + "use_kl_loss"]
+    assert map_config(config, ignore=suggested).recipe.estimator == "rollout_rs"
 
 
 # ----------------------------------------------------------------------------- what a file says twice
