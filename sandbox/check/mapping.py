@@ -231,17 +231,11 @@ def _derive(settings: Settings, kept: dict[str, Any], schema: Schema,
     try:
         result = schema.derive(settings)
     except Refusal as err:
-        hint = err.hint
-        if err.given:  # would ignoring it (its default) pass this point? derive once more without it
-            probe = Settings({k: v for k, v in kept.items() if k != err.key}, schema, settings.every_key)
-            try:
-                schema.derive(probe)
-            except Refusal as again:
-                if again.key == err.key:
-                    hint = (f"; set it to a value the check models (--ignore {err.key} would leave the "
-                            f"{schema.version} default {again.why.split(': ', 1)[0].split('=', 1)[1]}, refused too)")
-            except ValueError:
-                pass
+        hint, (warnings, again) = err.hint, _past(err, kept, settings, schema)
+        if again is not None and err.given and again.key == err.key:  # ignoring it: its default, refused too
+            hint = (f"; set it to a value the check models (--ignore {err.key} would leave the "
+                    f"{schema.version} default {again.why.split(': ', 1)[0].split('=', 1)[1]}, refused too)")
+        settings.warnings[:] = list(dict.fromkeys([*settings.warnings, *warnings]))
         if not parts:
             raise Refusal(err.why, hint, err.key, err.given, settings.warnings) from None
         if hint == err.hint and err.given:  # one --ignore list for every key it helps
@@ -254,6 +248,30 @@ def _derive(settings: Settings, kept: dict[str, Any], schema: Schema,
         raise Refusal("; ".join(parts), f"; pass --ignore {' '.join(keys)} to check the rest without "
                       f"{'them' if many else 'it'}" if keys else "", keys[0] if keys else "", True, settings.warnings)
     return result
+
+
+def _past(err: Refusal, kept: dict[str, Any], settings: Settings,
+          schema: Schema) -> tuple[list[str], Refusal | None]:
+    """``derive`` again without the refused keys, one after another (at most 8): the warnings it
+    finds for the rest of the config, and the refusal met right after dropping ``err.key`` (None
+    if none)."""
+    dropped, warnings, first = [err.key], [], None
+    for _ in range(8):
+        probe = Settings({k: v for k, v in kept.items() if k not in dropped}, schema, settings.every_key)
+        try:
+            schema.derive(probe)
+        except Refusal as again:
+            first = again if first is None and len(dropped) == 1 else first
+            warnings += probe.warnings
+            if again.key in dropped or not again.given:
+                break
+            dropped.append(again.key)
+            continue
+        except ValueError:
+            pass
+        warnings += probe.warnings
+        break
+    return warnings, first
 
 
 def _unmodelled(kept: dict[str, Any], schema: Schema, source: str, trainer: str) -> tuple[list[str], list[str]]:
