@@ -17,9 +17,9 @@ from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
 from sandbox.check.validate import Spec
 
-#: keys only AsyncGRPOConfig has (any one tells it from GRPOConfig)
-MARKERS = ("max_staleness", "max_inflight_tasks", "weight_sync_steps", "queue_maxsize", "vllm_server_base_url",
-           "token_budget", "fork_threshold_tokens", "heartbeat_stale_after_s", "weight_sync_timeout")
+#: keys only AsyncGRPOConfig has at 1.16.0, not GRPOConfig (any one tells it; tests/conformance/test_versions.py)
+MARKERS = ("max_staleness", "max_inflight_tasks", "weight_sync_steps", "queue_maxsize", "token_budget",
+           "fork_threshold_tokens", "heartbeat_stale_after_s", "weight_sync_timeout", "request_timeout")
 DEFAULTS = {"epsilon": 0.2, "epsilon_high": None, "num_generations": 8, "top_p": 1.0, "top_k": 0, "max_staleness": 4,
             "weight_sync_steps": 1}
 INERT = {
@@ -28,7 +28,8 @@ INERT = {
     "per_device_train_batch_size": "samples per optimiser step: one update per batch, as the sandbox's learner",
     "gradient_accumulation_steps": "samples per optimiser step: one update per batch, as the sandbox's learner",
 }
-REFUSED = {"min_p": trl.REFUSED["min_p"], "repetition_penalty": trl.REFUSED["repetition_penalty"]}
+REFUSED = {"min_p": trl.REFUSED["min_p"], "repetition_penalty": trl.REFUSED["repetition_penalty"],
+           "use_liger_kernel": ((False,), "Liger's fused loss was not run beside ours")}
 INFRASTRUCTURE = trl.INFRASTRUCTURE + (
     "fork_threshold_tokens", "request_timeout", "weight_sync_timeout", "token_budget", "max_inflight_tasks",
     "queue_maxsize", "heartbeat_stale_after_s", "log_completions", "vllm_server_base_url", "vllm_server_timeout")
