@@ -18,15 +18,15 @@ TRAINERS = ("grpo", "async_grpo")
 
 def versions(trainer: str = "grpo") -> dict[str, dict]:
     """``{framework: {version: Schema}}``, each framework's default first (TRL's for ``trainer``)."""
-    from sandbox.check import trl, trl_async, verl
+    from sandbox.check import VERSIONS
 
-    return {"verl": verl.VERSIONS, "trl": trl_async.VERSIONS if trainer == "async_grpo" else trl.VERSIONS}
+    return {"verl": VERSIONS["verl"], "trl": VERSIONS["trl/async_grpo" if trainer == "async_grpo" else "trl"]}
 
 
 def trainer_of(source: str, flat: dict, label: str, trainer: str | None) -> str:
     """The TRL trainer a config is for: ``trainer`` when given, else 'async_grpo' for an
     ``AsyncGRPOConfig`` object or a key only it has, else 'grpo'. verl's trainer is told by its keys."""
-    from sandbox.check.trl_async import MARKERS
+    from sandbox.check import ASYNC_GRPO_MARKERS as MARKERS
 
     if trainer is not None and trainer not in TRAINERS:
         raise ValueError(f"--trainer must be one of {list(TRAINERS)}, got {trainer!r}")

@@ -42,3 +42,23 @@ def test_the_suite_skips_only_when_told_and_says_why(tmp_path):
     assert code in (0, 5) and "failed" not in out and "the conformance suite is deselected" in out, out
     code, out = _pytest(tmp_path, "-m", "conformance", env={"SANDBOX_CONFORMANCE": "skip"})
     assert code in (0, 5) and "failed" not in out and "SANDBOX_CONFORMANCE=skip" in out and "skipped" in out, out
+
+
+def test_the_documented_install_names_every_framework_the_suite_requires():
+    """docs/conformance.md's recipe, with pyproject's conformance extra, installs every module the
+    suite's ``require`` names, and ray, which verl's trainer modules import (its omission made every
+    verl module skip)."""
+    import re
+    import tomllib
+
+    from tests.doc_examples import blocks
+
+    recipe = [b.code for b in blocks(ROOT / "docs" / "conformance.md") if b.marker == "conformance-install"]
+    assert len(recipe) == 1
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["conformance"]
+    installed = {re.split(r"[=<>!\[ ]", spec)[0].lower() for spec in extra}
+    installed |= {m.group(1).lower() for m in re.finditer(r"\b([A-Za-z][\w-]*)==[\d.]+", recipe[0])}
+    required = {m.group(1).split(".")[0] for p in (ROOT / "tests" / "conformance").glob("*.py")
+                for m in re.finditer(r"require\(\"([\w.]+)\"\)", p.read_text())}
+    assert required and required <= installed, required - installed
+    assert "ray" in installed and "-m conformance" in recipe[0]
