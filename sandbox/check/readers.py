@@ -89,8 +89,10 @@ def _load(path: Path) -> Any:
         if path.suffix == ".json":
             return json.loads(text, object_pairs_hook=_unique_pairs)
         if path.suffix == ".toml":
-            import tomllib
-
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                raise ValueError("config is TOML, which the check reads on Python ≥ 3.11") from None
             return tomllib.loads(text)
         return load_yaml(text)
     except ValueError as err:

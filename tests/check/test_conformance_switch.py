@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,9 +50,6 @@ def test_the_documented_install_names_every_framework_the_suite_requires():
     """docs/conformance.md's recipe, with pyproject's conformance extra, installs every module the
     suite's ``require`` names, and ray, which verl's trainer modules import (its omission made every
     verl module skip)."""
-    import re
-    import tomllib
-
     from tests.doc_examples import blocks
 
     recipe = [b.code for b in blocks(ROOT / "docs" / "conformance.md") if b.marker == "conformance-install"]
