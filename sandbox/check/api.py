@@ -13,6 +13,7 @@ import pandas as pd
 
 from sandbox.check import builtin_data
 from sandbox.check.alarms import alarm_line
+from sandbox.check.alternatives import alternatives
 from sandbox.check.deployment import deployment_battery
 from sandbox.check.mapping import Mapping, map_config
 from sandbox.check.verdict import verdict, write_check
@@ -59,7 +60,10 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     built-ins are reused; on ``quick`` they are committed, ``sandbox.check.builtin_data``). On the
     deployment cells the configuration meets the built-ins whose results the store holds there
     (``deployment_against='cached'``: none on a first check, which so computes only the
-    configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), or all (``'all'``). With ``out``, writes ``check.md|png|json``.
+    configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), all (``'all'``), or
+    the losses the config's own framework can select instead (``'framework'``: its loss modes or
+    loss types, ``sandbox.check.alternatives``; the verdict then suggests the config change). With
+    ``out``, writes ``check.md|png|json``.
     ``framework`` ('verl==0.9.1', 'verl@b178a3c', 'trl==1.16.0'; default the newest) is the version
     the config is read as, ``trainer`` TRL's ('grpo', 'async_grpo'; default told by the keys).
     A key we do not model is a one-line ``ValueError`` naming it, unless in ``ignore``."""
@@ -75,17 +79,21 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     standard_frame = score_recipe(mapping.recipe, chosen, baselines, store, keep=kept,
                                   fallback=builtin_data.fallback_costs(chosen, chosen, [mapping.recipe, *baselines]),
                                   **run)
-    rivals = deployment_rivals(deployment_against, deploy, baselines, standard_frame, store)
+    options = alternatives(config, mapping, framework, trainer, ignore) if deployment_against == "framework" else {}
+    rivals = [r for _, r in options.values()] if options or deployment_against == "framework" else \
+        deployment_rivals(deployment_against, deploy, baselines, standard_frame, store)
     deploy_frame = score_recipe(mapping.recipe, deploy, rivals, store,
                                 fallback=builtin_data.fallback_costs(deploy, chosen, [mapping.recipe, *rivals]), **run)
-    lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"])
+    lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"],
+                    {name: change for name, (change, _) in options.items()} if deployment_against == "framework"
+                    else None)
     lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
 
 
-DEPLOYMENT_AGAINST = ("cached", "best", "all")
+DEPLOYMENT_AGAINST = ("cached", "best", "all", "framework")
 
 
 def deployment_rivals(mode: str, deploy: Battery, baselines: Sequence[Recipe], standard: pd.DataFrame,
@@ -125,7 +133,9 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
     committed = set(builtin_data.committed_ids(chosen))
     lines = []
     rivals = {"all": baselines, "best": baselines[:1]}.get(deployment_against)
-    if rivals is None:  # 'cached': the built-ins already stored on every deployment cell
+    if deployment_against == "framework":
+        rivals = [r for _, r in alternatives(config, mapping, framework, trainer, ignore).values()]
+    elif rivals is None:  # 'cached': the built-ins already stored on every deployment cell
         rivals = [] if store is None else [b for b in baselines
                                            if all(store.quick_state(j.id) == "ok" for j in jobs(deploy, b))]
     for name, b, recipes in (("battery " + chosen.name, chosen, [mapping.recipe, *baselines]),
@@ -133,7 +143,8 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
         every = list({j.id: j for r in recipes for j in jobs(b, r)}.values())
         finished = {j.id for j in every if j.id in committed or (store is not None and store.quick_state(j.id) == "ok")}
         plan = costs.plan(every, finished, workers, store, builtin_data.fallback_costs(b, chosen, recipes))
-        lines.append(plan.line(f"{name}: {len(recipes) - 1} built-in(s) + {mapping.label!r}"))
+        what = "framework option(s)" if b is deploy and deployment_against == "framework" else "built-in(s)"
+        lines.append(plan.line(f"{name}: {len(recipes) - 1} {what} + {mapping.label!r}"))
     if deployment_against == "best":
         lines.append("the deployment cells run against the best built-in on battery "
                      f"{chosen.name!r} (known once it is scored; costed here as one built-in)")

@@ -50,6 +50,8 @@ class Schema:
     infrastructure: tuple[str, ...]  # fnmatch patterns: not loss or friction settings
     derive: Callable[[Settings], tuple[dict, Deployment]]
     specs: dict[str, Spec] = field(default_factory=dict)  # types/ranges beyond the defaults' types
+    #: the config changes a user of this framework can make to its loss (sandbox.check.alternatives)
+    alternatives: tuple[dict[str, Any], ...] = ()
 
 
 class Settings:

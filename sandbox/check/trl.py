@@ -239,5 +239,12 @@ SPECS = {
     "scale_rewards": Spec("any"), "sapo_temperature_pos": Spec("number", low=0.0, low_open=True),
     "sapo_temperature_neg": Spec("number", low=0.0, low_open=True),
 }
-SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)
+#: what a TRL user can select instead: each loss_type at the level TRL runs it (cispo with the ScaleRL
+#: cap 5.0 its docs give, which it needs above 1), GSPO's sequence level
+ALTERNATIVES = (*({"loss_type": t, "importance_sampling_level": "token"} for t in ("grpo", "bnpo", "dapo", "dr_grpo",
+                                                                                  "sapo", "vespo")),
+                {"loss_type": "cispo", "importance_sampling_level": "token", "epsilon_high": 5.0},
+                {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+                {"loss_type": "luspo", "importance_sampling_level": "sequence"})
+SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS, ALTERNATIVES)
 VERSIONS = {"1.16.0": SCHEMA}

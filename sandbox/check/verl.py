@@ -269,9 +269,17 @@ SPECS = {
     C + "rollout_rs": Spec("str", none=True), C + "rollout_is_threshold": Spec("any"),
     C + "rollout_rs_threshold": Spec("any"),  # numbers or 'lower_upper' strings: verl_losses parses them
 }
-SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)
+#: what a verl user can select instead with the same π_old: each registered loss mode the check maps
+#: (decoupled), bypass mode's loss types, and the rollout correction's two levels
+ALTERNATIVES = (*({A + "policy_loss.loss_mode": mode} for mode in ("vanilla", "gspo", "cispo", "sapo", "geo_mean",
+                                                                   "clip_cov", "kl_cov")),
+                {C + "rollout_is": "token"}, {C + "rollout_is": "sequence"},
+                {C + "loss_type": "ppo_clip"}, {C + "loss_type": "reinforce"},
+                {C + "loss_type": "reinforce", C + "rollout_is": "token"},
+                {C + "loss_type": "reinforce", C + "rollout_is": "sequence"})
+SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS, ALTERNATIVES)
 SCHEMA_B178A3C = Schema("verl", VERSION_B178A3C, {**DEFAULTS, **B178A3C_DEFAULTS},
                         {k: v for k, v in INERT.items() if k not in B178A3C_DEFAULTS}, REFUSED, INFRASTRUCTURE, derive,
-                        SPECS)
+                        SPECS, ALTERNATIVES)
 #: the readings ``--framework`` selects (the first is the default: the version tests/conformance runs)
 VERSIONS = {"0.9.1": SCHEMA, "b178a3c": SCHEMA_B178A3C}
