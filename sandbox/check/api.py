@@ -87,7 +87,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"],
                     {name: change for name, (change, _) in options.items()} if deployment_against == "framework"
                     else None)
-    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name))
+    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name, mapping.logs))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
@@ -131,7 +131,7 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
     folder = Path(results if results is not None else DEFAULT_ROOT) / "scores"
     store = default_store(results) if folder.is_dir() else None  # a store makes its folder: none is made
     committed = set(builtin_data.committed_ids(chosen))
-    lines = []
+    lines, total = [], 0.0
     rivals = {"all": baselines, "best": baselines[:1]}.get(deployment_against)
     if deployment_against == "framework":
         rivals = [r for _, r in alternatives(config, mapping, framework, trainer, ignore).values()]
@@ -145,6 +145,10 @@ def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
         plan = costs.plan(every, finished, workers, store, builtin_data.fallback_costs(b, chosen, recipes))
         what = "framework option(s)" if b is deploy and deployment_against == "framework" else "built-in(s)"
         lines.append(plan.line(f"{name}: {len(recipes) - 1} {what} + {mapping.label!r}"))
+        total += plan.seconds
+    # the two batteries run one after the other: their times add
+    lines.append(f"in all: about {costs.duration(total)} on {plan.workers} worker{'s' if plan.workers != 1 else ''} "
+                 "(the batteries run one after the other)" if total else "in all: nothing to run")
     if deployment_against == "best":
         lines.append("the deployment cells run against the best built-in on battery "
                      f"{chosen.name!r} (known once it is scored; costed here as one built-in)")

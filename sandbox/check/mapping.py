@@ -61,6 +61,7 @@ class Settings:
         self.flat, self.schema, self.rows, self.warnings = flat, schema, [], []
         self.every_key = tuple(every_key) or tuple(flat)  # the file's keys, infrastructure and ignored included
         self.overrides: dict[str, Any] = {}  # a trainer's own defaults over the schema's (derive sets them)
+        self.logs: list[str] = []  # the framework's metrics this run logs that an alarm reads (derive sets them)
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.schema.defaults:
@@ -128,6 +129,7 @@ class Mapping:
     ignored: tuple[str, ...] = ()
     infrastructure: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
+    logs: tuple[str, ...] | None = None  # the metrics an alarm reads that the run logs (None: not known)
 
     def table(self) -> list[tuple[str, str, str, str]]:
         return [(r.key, r.field, _show(r.value), r.note) for r in self.rows]
@@ -157,7 +159,8 @@ class Mapping:
         return {"source": self.source, "label": self.label, "version": self.version,
                 "recipe": self.recipe.to_dict(), "deployment": asdict(self.deployment),
                 "rows": [asdict(r) for r in self.rows], "ignored": list(self.ignored),
-                "infrastructure": list(self.infrastructure), "warnings": list(self.warnings)}
+                "infrastructure": list(self.infrastructure), "warnings": list(self.warnings),
+                "logs": None if self.logs is None else list(self.logs)}
 
 
 def keys_of(name: str) -> list[str]:
@@ -220,7 +223,7 @@ def map_config(config: Any, ignore: Sequence[str] = (), precision: str | None = 
     except ValueError as err:
         raise ValueError(blame(err, settings.rows)) from None
     return Mapping(source, name, schema.version, recipe, deployment, tuple(settings.rows), ignored, infra,
-                   tuple(settings.warnings))
+                   tuple(settings.warnings), tuple(settings.logs))
 
 
 def _derive(settings: Settings, kept: dict[str, Any], schema: Schema,

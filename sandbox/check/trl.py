@@ -203,6 +203,8 @@ def _reuse(s: Settings) -> int:
 def derive(s: Settings) -> tuple[dict, Deployment]:
     name, kwargs = _estimator(s)
     _correction(s, name, kwargs)
+    if s["use_vllm"] and s["vllm_importance_sampling_correction"]:  # _generate_and_score_completions logs it
+        s.logs.append("sampling/importance_sampling_ratio/mean")
     scale = s["scale_rewards"]
     if scale not in SCALE:
         s.refuse("scale_rewards", "'group' or 'none' is modelled (batch std scaling is not)")

@@ -121,7 +121,7 @@ def report_markdown(mapping: Mapping, lines: list[str], deploy: dict, standard: 
     dep = mapping.deployment
     parts = [f"# Check: `{mapping.label}` ({mapping.source})", "", *[f"- {line}" for line in lines], "",
              *[f"> Warning: {w}\n" for w in mapping.warnings],
-             f"## Mapping ({mapping.source} keys and defaults read at {mapping.version})", "", mapping.markdown(), ""]
+             f"## Mapping (read as {mapping.version})", "", mapping.markdown(), ""]
     if mapping.ignored:
         parts += [f"Ignored on request (`--ignore`): {', '.join(f'`{k}`' for k in mapping.ignored)}.", ""]
     if mapping.infrastructure:
@@ -147,7 +147,8 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     write(standard, standard_frame, out / battery_dir, code)
     paths = [out / "check.md", out / "check.png", out / "check.json"]
     paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir) + "\n"
-                        + alarm_markdown([deploy_frame, standard_frame], deploy["new"]))
+                        + alarm_markdown([deploy_frame, standard_frame], deploy["new"], mapping.logs,
+                                         mapping.deployment.reuse))
     fig = figure(deploy)
     fig.savefig(paths[1])
     plt.close(fig)

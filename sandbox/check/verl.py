@@ -243,6 +243,8 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
     if trainer == "fully-async":
         s.map(AS + "partial_rollout", "deployment.partial", partial, note="2 chunks when samples outlive a sync")
     proximal = _proximal(s, trainer, proximal_keys, delay)
+    if s[R + "calculate_log_probs"]:  # ray_trainer.py: rollout_corr/* metrics need the engine's log-probs
+        s.logs += ["rollout_corr/rollout_is_eff_sample_size", "rollout_corr/rollout_is_mean", "rollout_corr/kl"]
     mode = s[R + "logprobs_mode"]
     if mode not in LOGPROBS_MODES:
         s.refuse(R + "logprobs_mode", f"the check models {list(LOGPROBS_MODES)}")
