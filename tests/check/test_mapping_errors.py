@@ -5,6 +5,7 @@ one line under the config's own key, every unknown key at once, duplicated keys 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +228,20 @@ def test_an_aggregation_we_do_not_have_is_refused_under_its_key():
     naming verl's key."""
     with pytest.raises(ValueError, match=rf"^{A}loss_agg_mode='token-sum' \(mapped to ppo.aggregation\): aggregation"):
         map_config({**GRPO, A + "loss_agg_mode": "token-sum"})
+
+
+def test_fully_async_compute_prox_log_prob_is_decoupled_not_bypass():
+    """Issue 45's regression (verl_fully_async_grpo30b_mis.yaml): read as verl b178a3c,
+    compute_prox_log_prob=True is the decoupled trainer (π_old recomputed at the sync window's start),
+    so rollout_rs is refused as decoupled rejection sampling, never "an asymmetric clip"; with it
+    ignored the run maps to PPO-clip 0.2/0.28 with π_old recomputed, not bypass."""
+    path = Path(__file__).parent / "corpus" / "verl_fully_async_grpo30b_mis.yaml"
+    with pytest.raises(ValueError) as err:
+        map_config(path, framework="verl@b178a3c", ignore=[A + "use_kl_loss"])
+    assert "rejection sampling is modelled in bypass mode only" in str(err.value)
+    assert "asymmetric" not in str(err.value)
+    m = map_config(path, framework="verl@b178a3c", ignore=[A + "use_kl_loss", C + "rollout_rs"])
+    assert m.recipe.estimator == "ppo" and m.deployment.proximal == "recompute"
+    assert (m.recipe.estimator_kwargs["eps_low"], m.recipe.estimator_kwargs["eps_high"]) == (0.2, 0.28)
+    assert any("sync window's start" in w for w in m.warnings)
+    assert m.version.startswith("verl b178a3c")
