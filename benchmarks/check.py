@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -36,11 +38,26 @@ FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "check" / "fixtures" /
 TARGET_MIN = 5.0
 
 
+def estimate_s(config: str, precision: str, workers: int, results: str) -> float:
+    """What ``sandbox check --dry-run`` promises, in seconds (its "in all" line's sum of both batteries)."""
+    from sandbox.check.api import dry_run
+
+    lines = dry_run(config, "quick", precision=precision, workers=workers, results=results)
+    seconds = 0.0
+    for line in lines[:-1]:  # the two batteries' lines; the last is their sum, printed
+        match = re.search(r"about ([\d.]+) (s|min|h) on", line)
+        if match:
+            seconds += float(match[1]) * {"s": 1, "min": 60, "h": 3600}[match[2]]
+    return seconds
+
+
 def first_check(config: str, precision: str, workers: int, results: str, out: str) -> tuple[dict, str]:
     """``sandbox check CONFIG --precision P --workers W --results R --out O`` as a user types it; the
-    row and what it printed."""
+    row (with the dry run's estimate beside the measured time, and the load) and what it printed."""
     argv = ["check", config, "--battery", "quick", "--precision", precision, "--workers", str(workers),
             "--results", results, "--out", out, "--quiet"]
+    estimate = estimate_s(config, precision, workers, results)
+    load = os.getloadavg()[0]
     printed = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(printed):
@@ -53,7 +70,10 @@ def first_check(config: str, precision: str, workers: int, results: str, out: st
     computed = [j for j in store.job_ids() if j not in committed]
     cpu = sum(float(store.read(j)["cpu_s"].iloc[0]) for j in computed)
     row = {"jobs": len(store.job_ids()), "restored": len(committed & set(store.job_ids())), "computed": len(computed),
-           "computed cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "wall_min": round(wall / 60, 2)}
+           "computed cpu_s": round(cpu, 1), "estimate_s": round(estimate, 1), "wall_s": round(wall, 1),
+           "wall_min": round(wall / 60, 2), "wall/estimate": round(wall / max(estimate, 1e-9), 2),
+           "cpu/workers/estimate": round(cpu / workers / max(estimate, 1e-9), 2),
+           "load before": round(load, 1), "load after": round(os.getloadavg()[0], 1)}
     return row, printed.getvalue()
 
 
@@ -94,7 +114,11 @@ def main() -> None:
     print(pd.DataFrame([row]).to_string(index=False))
     idle = row["computed cpu_s"] / (60 * 2)
     verdict = "PASS" if min(row["wall_min"], idle) <= TARGET_MIN else "FAIL"
-    print(f"\nfirst check: {row['wall_min']:.2f} min of wall time; its {row['computed']} computed jobs took "
+    honest = "within" if row["cpu/workers/estimate"] <= 1.5 and row["cpu/workers/estimate"] >= 1 / 1.5 else "NOT within"
+    print(f"\nestimate (the dry run's): {row['estimate_s'] / 60:.2f} min; measured: {row['wall_min']:.2f} min of wall "
+          f"time (× {row['wall/estimate']}, load {row['load before']} → {row['load after']}), the jobs' CPU time over "
+          f"{args.workers} worker(s) × {row['cpu/workers/estimate']} of the estimate: {honest} 1.5×")
+    print(f"first check: {row['wall_min']:.2f} min of wall time; its {row['computed']} computed jobs took "
           f"{row['computed cpu_s']:.0f} CPU-s, {idle:.1f} min on 2 idle cores (target ≤ {TARGET_MIN:g} min on 2 "
           f"cores): {verdict}")
 

@@ -14,9 +14,12 @@ deployment's frictions (docs/check.md).
 import sys
 import types
 
-from sandbox.check import trl, verl
+from sandbox.check import trl, trl_async, verl
 
 SCHEMAS = {"verl": verl.SCHEMA, "trl": trl.SCHEMA}
+#: every reading ``--framework`` and ``--trainer`` choose (sandbox.check.frameworks), defaults first
+VERSIONS = {"verl": verl.VERSIONS, "trl": trl.VERSIONS, "trl/async_grpo": trl_async.VERSIONS}
+ASYNC_GRPO_MARKERS = trl_async.MARKERS
 
 from sandbox.check.api import CheckReport, check, prepare  # noqa: E402
 from sandbox.check.deployment import Deployment, deployment_battery  # noqa: E402
@@ -33,5 +36,5 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["SCHEMAS", "CheckReport", "Deployment", "Mapping", "Row", "check", "deployment_battery", "map_config",
+__all__ = ["ASYNC_GRPO_MARKERS", "SCHEMAS", "VERSIONS", "CheckReport", "Deployment", "Mapping", "Row", "check", "deployment_battery", "map_config",
            "prepare", "read_config"]

@@ -6,10 +6,16 @@ alarm, the first logged step it was on and the steps from its first firing befor
 the collapse (``run_alarms``). Per cell: the seeds it fired in (and the median first step), the
 collapses, and how many collapses it preceded (with the median steps before). A run collapses as
 ``sandbox.analysis.collapse`` defines it. How well these alarms warn across configurations is
-measured by the ``early-warning`` figure (docs/predictions.md).
+measured by the ``early-warning`` figure (docs/predictions.md). Only the alarms whose metric the
+configuration's run logs are shown (``Mapping.logs``: verl logs ``rollout_corr/*`` only with
+``rollout.calculate_log_probs``, TRL its IS ratio only with the vLLM correction), with steps in the
+trainer's steps (one per batch of ``deployment.reuse`` updates). The values are the sandbox's own
+signals (``sandbox.analysis.alarms``), not recomputed as verl computes the metric it names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -36,25 +42,39 @@ def cell_alarms(frame: pd.DataFrame, method: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _entry(row: pd.Series, name: str) -> str:
+def logged(logs: Sequence[str] | None) -> list:
+    """The alarms whose metric (verl's or TRL's name) the run logs; every alarm when not known."""
+    return list(ALARMS) if logs is None else [a for a in ALARMS if a.verl in logs or a.trl in logs]
+
+
+def _entry(row: pd.Series, name: str, per_step: int = 1) -> str:
     fired = row[f"{name}: fired"]
     if not fired:
         return "—"
-    text = f"{fired}/{row['seeds']} seeds (first at step {row[f'{name}: first']:.0f})"
+    unit = "step" if per_step == 1 else "trainer step"
+    text = f"{fired}/{row['seeds']} seeds (first at {unit} {row[f'{name}: first'] / per_step:.0f})"
     if row["collapses"]:
         text += f"; before {row[f'{name}: warned']}/{row['collapses']} collapses"
         if row[f"{name}: warned"]:
-            text += f" by {row[f'{name}: before']:.0f} steps"
+            text += f" by {row[f'{name}: before'] / per_step:.0f} {unit}s"
     return text
 
 
-def alarm_markdown(frames: list[pd.DataFrame], method: str) -> str:
-    """The check.md section: one row per cell, one column per alarm, in verl's and TRL's names."""
+def alarm_markdown(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | None = None,
+                   per_step: int = 1) -> str:
+    """The check.md section: one row per cell, one column per alarm whose metric the run logs
+    (``logs``), in verl's and TRL's names; steps in trainer steps of ``per_step`` updates each."""
     tables = [cell_alarms(f, method) for f in frames]
     tables = [t for t in tables if not t.empty]
-    head = ["| cell | collapses | " + " | ".join(f"{a.name} (verl `{a.verl}`; TRL `{a.trl}`)" for a in ALARMS) + " |",
-            "|---|---|" + "---|" * len(ALARMS)]
-    body = [f"| `{r['cell']}` | {r['collapses']}/{r['seeds']} | " + " | ".join(_entry(r, a.name) for a in ALARMS) + " |"
+    alarms = logged(logs)
+    if not alarms:
+        return ("## Alarms\n\nThis run logs none of the metrics verl's documented alarms read (verl logs "
+                "`rollout_corr/*` only with `rollout.calculate_log_probs`; TRL its IS ratio only with the vLLM "
+                "correction), so none is shown.\n")
+    head = ["| cell | collapses | " + " | ".join(f"{a.name} (verl `{a.verl}`; TRL `{a.trl}`)" for a in alarms) + " |",
+            "|---|---|" + "---|" * len(alarms)]
+    body = [f"| `{r['cell']}` | {r['collapses']}/{r['seeds']} | " + " | ".join(_entry(r, a.name, per_step)
+                                                                               for a in alarms) + " |"
             for t in tables for _, r in t.iterrows()]
     if not body:
         return "## Alarms\n\nNo training run of these results recorded its alarms (they predate them).\n"
@@ -64,14 +84,17 @@ def alarm_markdown(frames: list[pd.DataFrame], method: str) -> str:
             + "\n".join(head + body) + "\n")
 
 
-def alarm_line(frames: list[pd.DataFrame], method: str) -> str:
-    """One verdict line: which alarms fired where, and whether any preceded a collapse."""
+def alarm_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | None = None) -> str:
+    """One verdict line: which alarms whose metric the run logs (``logs``) fired where, and whether
+    any preceded a collapse."""
     tables = [t for t in (cell_alarms(f, method) for f in frames) if not t.empty]
     if not tables:
         return "**Alarms**: not recorded in these results."
+    if not logged(logs):
+        return "**Alarms**: none shown — this run logs none of the metrics verl's alarms read."
     table = pd.concat(tables, ignore_index=True)
     parts = []
-    for a in ALARMS:
+    for a in logged(logs):
         fired = table[table[f"{a.name}: fired"] > 0]
         if fired.empty:
             continue

@@ -1,8 +1,8 @@
 """TRL: the ``GRPOConfig`` keys ``sandbox check`` reads, their defaults and how they map.
 
-Read at huggingface/trl commit f2cd577 (24 Jul 2026) and checked against TRL 1.16.0 (every
-``GRPOConfig`` field, with transformers' ``TrainingArguments``, is read, inert, refused or
-infrastructure; tests/conformance runs ``GRPOTrainer._compute_loss`` beside ours):
+One reading, TRL 1.16.0 (every ``GRPOConfig`` field, with transformers' ``TrainingArguments``, is
+read, inert, refused or infrastructure, and every default here is 1.16.0's — tests/conformance
+checks both and runs ``GRPOTrainer._compute_loss`` beside ours; first read at commit f2cd577):
 ``trl/trainer/grpo_config.py`` (fields, defaults, ``steps_per_generation`` from
 ``generation_batch_size``) and ``trl/trainer/grpo_trainer.py`` (``_compute_loss``: the loss types
 and their normalisers, the vLLM importance-sampling correction, the advantages' ``1e-4``). TRL's
@@ -51,7 +51,10 @@ INERT = {
                    "own temperature-1 policy)",
     "mask_truncated_completions": "the sandbox's answers have a fixed length: none is truncated",
     "max_completion_length": "the sandbox's answers have a fixed length (dr_grpo's constant is its padded length)",
-    "multi_objective_aggregation": "one reward function", "use_bias_correction_kl": "read only with beta > 0",
+    "use_bias_correction_kl": "read only with beta > 0",
+    "reward_funcs": "the reward is the sandbox task's own (open-r1's GRPOScriptArguments: the run's reward functions)",
+    "reward_weights": "with multi_objective_aggregation 'sum_then_normalize' the weights only combine the run's reward "
+                      "functions into one reward before the advantage; the sandbox's reward is its task's own",
     "sync_ref_model": "read only with beta > 0", "ref_model_mixup_alpha": "read only with beta > 0",
     "ref_model_sync_steps": "read only with beta > 0", "entropy_coef_min": "read only with an entropy bonus",
     "entropy_coef_max": "read only with an entropy bonus", "entropy_coef_delta": "read only with an entropy bonus",
@@ -70,7 +73,10 @@ REFUSED = {
     "min_p": ((None,), "min-p sampling is not modelled (top-p and top-k are)"),
     "repetition_penalty": ((1, 1.0), "a repetition penalty is not modelled"),
     "generation_kwargs": ((None, {}), "extra sampling arguments are not modelled"),
-    "reward_weights": ((None,), "several weighted reward functions are not modelled"),
+    "multi_objective_aggregation": (("sum_then_normalize",), "normalising each reward function before the sum "
+                                                             "(GDPO) is not modelled"),
+    "load_in_8bit": ((False,), "a quantised learner is not modelled (TRL's ModelConfig)"),
+    "load_in_4bit": ((False,), "a quantised learner is not modelled (TRL's ModelConfig)"),
     "use_liger_kernel": ((False,), "Liger's fused GRPO loss was not run beside ours (tests/conformance runs "
                                    "_compute_loss)"),
 }
@@ -95,8 +101,15 @@ INFRASTRUCTURE = (
     "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
     "restore_callback_states_from_checkpoint", "full_determinism", "use_cpu", "label_names",
     "train_sampling_strategy", "length_column_name", "debug", "skip_memory_metrics",
+    # TRL's ModelConfig and ScriptArguments, parsed beside GRPOConfig by TrlParser (trl/scripts/utils.py)
+    "model_revision", "use_rslora", "use_dora", "bnb_4bit_*", "use_bnb_nested_quant", "ignore_bias_buffers",
+    # open-r1's GRPOScriptArguments (src/open_r1/configs.py): data, prompts, reward-function settings, hub
+    "chat_template", "system_prompt", "cosine_*", "repetition_n_grams", "repetition_max_penalty", "code_*",
+    "parallel_code_exec_per_proc", "e2b_router_url", "morph_router_url", "enforce_same_language", "max_completion_len",
+    "soft_punish_cache", "hub_model_revision", "overwrite_hub_revision", "push_to_hub_revision", "wandb_*",
+    "callbacks", "benchmarks",
 )
-VERSION = "huggingface/trl f2cd577 (2026-07-24)"
+VERSION = "TRL 1.16.0 (GRPOConfig, GRPOTrainer)"
 
 
 def _estimator(s: Settings) -> tuple[str, dict]:
@@ -190,6 +203,8 @@ def _reuse(s: Settings) -> int:
 def derive(s: Settings) -> tuple[dict, Deployment]:
     name, kwargs = _estimator(s)
     _correction(s, name, kwargs)
+    if s["use_vllm"] and s["vllm_importance_sampling_correction"]:  # _generate_and_score_completions logs it
+        s.logs.append("sampling/importance_sampling_ratio/mean")
     scale = s["scale_rewards"]
     if scale not in SCALE:
         s.refuse("scale_rewards", "'group' or 'none' is modelled (batch std scaling is not)")
@@ -226,4 +241,12 @@ SPECS = {
     "scale_rewards": Spec("any"), "sapo_temperature_pos": Spec("number", low=0.0, low_open=True),
     "sapo_temperature_neg": Spec("number", low=0.0, low_open=True),
 }
-SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)
+#: what a TRL user can select instead: each loss_type at the level TRL runs it (cispo with the ScaleRL
+#: cap 5.0 its docs give, which it needs above 1), GSPO's sequence level
+ALTERNATIVES = (*({"loss_type": t, "importance_sampling_level": "token"} for t in ("grpo", "bnpo", "dapo", "dr_grpo",
+                                                                                  "sapo", "vespo")),
+                {"loss_type": "cispo", "importance_sampling_level": "token", "epsilon_high": 5.0},
+                {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+                {"loss_type": "luspo", "importance_sampling_level": "sequence"})
+SCHEMA = Schema("trl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS, ALTERNATIVES)
+VERSIONS = {"1.16.0": SCHEMA}

@@ -33,9 +33,11 @@ def _best(summary: dict) -> str:
     return max(summary["methods"][1:], key=lambda m: summary["aggregate"][m]["iqm"]["estimate"])
 
 
-def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
-    """Short lines: what the config is, where it loses signal or diverges on its own frictions,
-    which friction hurts it most, and what the best built-in does on the same cells."""
+def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, dict] | None = None) -> list[str]:
+    """Short lines: what the config is, where it loses signal, fails or diverges on its own
+    frictions, which friction hurts it most, and — with ``options`` (``{rival name: config change}``,
+    the losses its framework can select, ``sandbox.check.alternatives``) — the best of those on the
+    same cells as the change to make; else what the best built-in does there."""
     new, recipe, dep = deploy["new"], mapping.recipe, mapping.deployment
     kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items())
     lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
@@ -43,7 +45,10 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
     agg = deploy["aggregate"]
     head = f"**Deployment battery** ({len(deploy['seeds'])} cells): IQM {_iv(agg[new]['iqm'])}"
-    if len(deploy["methods"]) > 1:
+    if options is not None:
+        lines.append(head + ".")
+        lines.append(_options_line(mapping, deploy, options))
+    elif len(deploy["methods"]) > 1:
         best = _best(deploy)
         which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
         lines.append(f"{head}; the {which}, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
@@ -69,6 +74,10 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
         lines.append(f"**Loses signal** (95% interval below its environment's control mean) on: "
                      f"{', '.join(f'`{c}`' for c in lost)}." if lost else
                      "**Keeps its signal**: every cell's 95% interval reaches its environment's control mean.")
+    failed = [(c, r["mean"]) for s in (deploy, standard) for c, r in _cells(s, new).items() if r["low"] <= 0.0]
+    lines.append(f"**Fails** (95% interval reaches the random level, score 0) on: "
+                 f"{', '.join(f'`{c}` ({m:.2f})' for c, m in failed)}." if failed else
+                 "**Fails on no cell**: every cell's 95% interval lies above the random level.")
     diverged = {c: r["diverged"] for s in (deploy, standard) for c, r in _cells(s, new).items() if r["diverged"]}
     runs = agg[new]["runs"] + standard["aggregate"][new]["runs"]
     lines.append(f"**Diverges** on: {', '.join(f'`{c}` ({n})' for c, n in diverged.items())}." if diverged
@@ -78,8 +87,28 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict) -> list[str]:
     lines.append(f"**Battery `{standard['battery']}`** ({len(standard['seeds'])} cells): IQM "
                  f"{_iv(standard['aggregate'][new]['iqm'])}, rank {ranked.index(new) + 1} of {len(ranked)}; "
                  f"the best {'other ' if ranked[0] == new else ''}method, `{top}`, "
-                 f"{_iv(standard['aggregate'][top]['iqm'])}.")
+                 f"{_iv(standard['aggregate'][top]['iqm'])}"
+                 f"{f' (a sandbox method: no {mapping.source} setting selects it)' if options is not None else ''}.")
     return lines
+
+
+def _options_line(mapping: Mapping, deploy: dict, options: dict[str, dict]) -> str:
+    """The losses the config's framework can select, on the same cells: the best of them against
+    the config, and the change that selects it."""
+    from sandbox.check.alternatives import change_text
+
+    new, agg = deploy["new"], deploy["aggregate"]
+    head = f"**{mapping.version}'s options on these cells**"
+    if not options:
+        return (f"{head}: none to compare — every loss it can select here maps to this configuration's or is "
+                "refused with the rest of it.")
+    best = max(options, key=lambda m: agg[m]["iqm"]["estimate"])
+    p = deploy["probability_of_improvement"][new][best]
+    if agg[best]["iqm"]["estimate"] <= agg[new]["iqm"]["estimate"]:
+        return (f"{head} ({len(options)}): none beats the configuration; the best, `{best}`, "
+                f"{_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}.")
+    return (f"{head} ({len(options)}): the best, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}. "
+            f"To try it: `{change_text(options[best])}`.")
 
 
 def _section(text: str) -> str:
@@ -92,7 +121,7 @@ def report_markdown(mapping: Mapping, lines: list[str], deploy: dict, standard: 
     dep = mapping.deployment
     parts = [f"# Check: `{mapping.label}` ({mapping.source})", "", *[f"- {line}" for line in lines], "",
              *[f"> Warning: {w}\n" for w in mapping.warnings],
-             f"## Mapping ({mapping.source} keys and defaults read at {mapping.version})", "", mapping.markdown(), ""]
+             f"## Mapping (read as {mapping.version})", "", mapping.markdown(), ""]
     if mapping.ignored:
         parts += [f"Ignored on request (`--ignore`): {', '.join(f'`{k}`' for k in mapping.ignored)}.", ""]
     if mapping.infrastructure:
@@ -118,7 +147,8 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     write(standard, standard_frame, out / battery_dir, code)
     paths = [out / "check.md", out / "check.png", out / "check.json"]
     paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir) + "\n"
-                        + alarm_markdown([deploy_frame, standard_frame], deploy["new"]))
+                        + alarm_markdown([deploy_frame, standard_frame], deploy["new"], mapping.logs,
+                                         mapping.deployment.reuse))
     fig = figure(deploy)
     fig.savefig(paths[1])
     plt.close(fig)

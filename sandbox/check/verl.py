@@ -1,10 +1,21 @@
 """verl: the keys ``sandbox check`` reads, their defaults and how they map (data, plus ``derive``).
 
-Read at volcengine/verl commit b178a3c (v0.7.0-125, 29 Jan 2026): ``verl/trainer/config/
-{actor/actor.yaml, rollout/rollout.yaml, algorithm/rollout_correction.yaml, algorithm.py}``,
-``verl/workers/config/actor.py``, ``verl/trainer/ppo/core_algos.py`` (the policy losses and
-``compute_policy_loss_bypass_mode``) and ``verl/experimental/fully_async_policy`` (its config and
-README). The mapping rules are in docs/check.md.
+One reading per verl version (``--framework``):
+
+- ``verl==0.9.1`` (the default; tests/conformance runs its code): defaults from its
+  ``_generated_ppo_trainer.yaml`` and the disaggregated trainers' YAMLs
+  (``experimental/{fully_async,one_step_off}_policy/config``: ``bypass_mode: True``,
+  ``calculate_log_probs: True``; the fully-async trainer recomputes π_old at the sync window's
+  start when ``bypass_mode`` is off, ``fully_async_trainer.py::_compute_old_log_prob``), the losses
+  and rollout correction from ``core_algos.py`` and ``rollout_corr_helper.py``;
+  ``actor.use_rollout_log_probs`` is read by no 0.9.1 code, and ``async_training.use_rollout_log_probs``
+  and ``compute_prox_log_prob`` are not 0.9.1 keys (Hydra refuses their overrides);
+- ``verl@b178a3c`` (v0.7.0-125, 29 Jan 2026, the commit the public example scripts in
+  tests/check/corpus come from): the fully-async trainer's own keys of that commit —
+  ``async_training.use_rollout_log_probs`` (π_old = μ) and ``compute_prox_log_prob`` (π_old
+  recomputed at the window start, over the YAML's bypass) — and the actor's
+  ``use_rollout_log_probs``; every other row as at 0.9.1 (b178a3c's other defaults were read and
+  equal them; its loss code was not run).
 """
 
 from __future__ import annotations
@@ -28,14 +39,17 @@ DEFAULTS = {
     A + "tau_neg": 1.05, A + "policy_loss.clip_cov_ratio": 0.0002, A + "policy_loss.clip_cov_lb": 1.0,
     A + "policy_loss.clip_cov_ub": 5.0, A + "policy_loss.kl_cov_ratio": 0.0002, A + "policy_loss.ppo_kl_coef": 0.1,
     A + "ppo_epochs": 1, A + "ppo_mini_batch_size": 256, "data.train_batch_size": 1024,
-    A + "use_rollout_log_probs": False, A + "loss_scale_factor": None,
+    A + "loss_scale_factor": None,
     G + "adv_estimator": "gae", G + "norm_adv_by_std_in_grpo": True,
     C + "rollout_is": None, C + "rollout_is_threshold": 2.0, C + "rollout_rs": None, C + "rollout_rs_threshold": None,
     C + "bypass_mode": False, C + "loss_type": "ppo_clip",
     R + "n": 1, R + "calculate_log_probs": True, R + "top_p": 1.0, R + "top_k": -1, R + "logprobs_mode": "processed_logprobs",
     AS + "staleness_threshold": 0.1, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 1,
-    AS + "partial_rollout": True, AS + "use_rollout_log_probs": True, AS + "compute_prox_log_prob": False,
+    AS + "partial_rollout": True,
 }
+#: b178a3c's fully-async keys (not keys at 0.9.1) and the actor's use_rollout_log_probs it read
+B178A3C_DEFAULTS = {A + "use_rollout_log_probs": False, AS + "use_rollout_log_probs": True,
+                    AS + "compute_prox_log_prob": False}
 INERT = {
     R + "temperature": "the trainer scores at the same temperature, so it changes no ratio (the sandbox's policy is "
                        "its own temperature-1 policy)",
@@ -53,6 +67,7 @@ INERT = {
                                                        "penalty applies",
     "reward.reward_kwargs.max_resp_len": "the sandbox's answers have a fixed length",
     A + "policy_loss.dro_beta": "read only with loss_mode dro (refused)",
+    A + "use_rollout_log_probs": "read by no verl 0.9.1 code (π_old = μ is algorithm.rollout_correction.bypass_mode)",
 }
 REFUSED = {
     A + "use_kl_loss": ((False,), "a KL loss to a reference model is not modelled (the sandbox has no reference "
@@ -66,12 +81,15 @@ REFUSED = {
     R + "do_sample": ((True,), "greedy rollouts are not modelled"),
     "distillation.enabled": ((False,), "distillation from a teacher model is not modelled"),
     A + "qat.enable": ((False,), "quantisation-aware training of the learner is not modelled"),
+    R + "qat.enable": ((False,), "a quantised sampler is not modelled (--precision models a bf16/fp16 one)"),
 }
 INFRASTRUCTURE = (
     "data.*", "trainer.*", "critic.*", "reward_model.*", "custom_reward_function.*", "ray_kwargs.*", "hydra.*",
     "global_profiler.*", "defaults", "reward_manager*", "transfer_queue.*", "model_engine*", "rollout.*",
     "actor_rollout_ref.model.*", "actor_rollout_ref.ref.*", "actor_rollout_ref.hybrid_engine", "actor_rollout_ref.nccl*",
     "actor_rollout_ref.checkpoint_engine*", "async_training.checkpoint_engine.*", AS + "use_trainer_do_validate",
+    AS + "use_dynamic_resource_scheduling", AS + "dynamic_schedule_*", AS + "concurrent_samples_per_replica",
+    AS + "compute_advantage_in_rollout", R + "standalone_gpu_memory_utilization", "filter.*", "super_sample.*",
     A + "strategy", A + "ppo_micro_batch_size*", A + "use_dynamic_bsz", A + "ppo_max_token_len_per_gpu", A + "optim.*",
     A + "fsdp_config.*", A + "megatron.*", A + "checkpoint.*", A + "profiler.*", A + "use_torch_compile",
     A + "ulysses_sequence_parallel_size", A + "grad_clip", A + "shuffle", A + "data_loader_seed", A + "use_fused_kernels",
@@ -90,9 +108,11 @@ INFRASTRUCTURE = (
     A + "calculate_sum_pi_squared", A + "qat.*", A + "entropy_from_logits_chunk_size", A + "pad_to_length",
     R + "nnodes", R + "n_gpus_per_node", R + "full_determinism", R + "seed", R + "router_config_path",
     R + "enable_rollout_routing_replay", R + "moe_load_balance_metrics_interval", R + "profiler.*",
-    R + "prometheus.*", R + "mtp", R + "qat", R + "disaggregation.*",
+    R + "prometheus.*", R + "mtp", R + "mtp.*", R + "qat", R + "qat.*", R + "disaggregation.*",
 )
-VERSION = "volcengine/verl b178a3c (v0.7.0-125, 2026-01-29)"
+VERSION = "verl 0.9.1"
+VERSION_B178A3C = ("verl b178a3c (v0.7.0-125, 2026-01-29): its fully-async keys; every other key, default and loss "
+                   "as verl 0.9.1")
 
 
 def _delay(sync: int, threshold: float, reuse: int) -> dict:
@@ -150,8 +170,15 @@ def _trainer(s: Settings) -> str:
         kind = "one-step-off"
     else:
         return "ppo"
-    s.overrides.update({C + "bypass_mode": True, R + "calculate_log_probs": True})
+    s.overrides[R + "calculate_log_probs"] = True
+    if not (kind == "fully-async" and _legacy(s) and s[AS + "compute_prox_log_prob"]):
+        s.overrides[C + "bypass_mode"] = True  # b178a3c's compute_prox_log_prob: decoupled, π_old recomputed
     return kind
+
+
+def _legacy(s: Settings) -> bool:
+    """Whether this reading has b178a3c's fully-async keys (``verl@b178a3c``)."""
+    return AS + "compute_prox_log_prob" in s.schema.defaults
 
 
 def _schedule(s: Settings, trainer: str) -> tuple[int, dict, str]:
@@ -164,7 +191,8 @@ def _schedule(s: Settings, trainer: str) -> tuple[int, dict, str]:
                       s[A + "ppo_epochs"] * s[AS + "require_batches"])
         delay = s.map(AS + "trigger_parameter_sync_step × " + AS + "staleness_threshold", "deployment.delay",
                       _delay(s[AS + "trigger_parameter_sync_step"], s[AS + "staleness_threshold"], reuse))
-        return reuse, delay, f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob"
+        return reuse, delay, (f"{C}bypass_mode, {AS}use_rollout_log_probs, {AS}compute_prox_log_prob" if _legacy(s)
+                              else f"{C}bypass_mode")
     batches = max(1, s["data.train_batch_size"] // s[A + "ppo_mini_batch_size"])
     reuse = s.map(A + "ppo_epochs × data.train_batch_size ÷ " + A + "ppo_mini_batch_size", "deployment.reuse",
                   s[A + "ppo_epochs"] * batches)
@@ -182,7 +210,9 @@ def _proximal(s: Settings, trainer: str, keys: str, delay: dict) -> str:
     ``_compute_old_log_prob`` restores version 1; b178a3c's compute_prox_log_prob): here it is the
     current policy, so the clip binds less than in verl — stated, not modelled."""
     explicit = s.given(C + "bypass_mode")
-    if trainer == "fully-async" and s[AS + "compute_prox_log_prob"] and not (explicit and s[C + "bypass_mode"]):
+    if not _legacy(s):  # 0.9.1: π_old = μ exactly in bypass mode
+        behaviour = s[C + "bypass_mode"]
+    elif trainer == "fully-async" and s[AS + "compute_prox_log_prob"] and not (explicit and s[C + "bypass_mode"]):
         behaviour = False  # b178a3c's key: π_old recomputed at the window's start, over the YAML's bypass
     else:
         legacy = trainer == "fully-async" and s[AS + "use_rollout_log_probs"] and not (explicit and not
@@ -213,6 +243,8 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
     if trainer == "fully-async":
         s.map(AS + "partial_rollout", "deployment.partial", partial, note="2 chunks when samples outlive a sync")
     proximal = _proximal(s, trainer, proximal_keys, delay)
+    if s[R + "calculate_log_probs"]:  # ray_trainer.py: rollout_corr/* metrics need the engine's log-probs
+        s.logs += ["rollout_corr/rollout_is_eff_sample_size", "rollout_corr/rollout_is_mean", "rollout_corr/kl"]
     mode = s[R + "logprobs_mode"]
     if mode not in LOGPROBS_MODES:
         s.refuse(R + "logprobs_mode", f"the check models {list(LOGPROBS_MODES)}")
@@ -239,4 +271,17 @@ SPECS = {
     C + "rollout_rs": Spec("str", none=True), C + "rollout_is_threshold": Spec("any"),
     C + "rollout_rs_threshold": Spec("any"),  # numbers or 'lower_upper' strings: verl_losses parses them
 }
-SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS)
+#: what a verl user can select instead with the same π_old: each registered loss mode the check maps
+#: (decoupled), bypass mode's loss types, and the rollout correction's two levels
+ALTERNATIVES = (*({A + "policy_loss.loss_mode": mode} for mode in ("vanilla", "gspo", "cispo", "sapo", "geo_mean",
+                                                                   "clip_cov", "kl_cov")),
+                {C + "rollout_is": "token"}, {C + "rollout_is": "sequence"},
+                {C + "loss_type": "ppo_clip"}, {C + "loss_type": "reinforce"},
+                {C + "loss_type": "reinforce", C + "rollout_is": "token"},
+                {C + "loss_type": "reinforce", C + "rollout_is": "sequence"})
+SCHEMA = Schema("verl", VERSION, DEFAULTS, INERT, REFUSED, INFRASTRUCTURE, derive, SPECS, ALTERNATIVES)
+SCHEMA_B178A3C = Schema("verl", VERSION_B178A3C, {**DEFAULTS, **B178A3C_DEFAULTS},
+                        {k: v for k, v in INERT.items() if k not in B178A3C_DEFAULTS}, REFUSED, INFRASTRUCTURE, derive,
+                        SPECS, ALTERNATIVES)
+#: the readings ``--framework`` selects (the first is the default: the version tests/conformance runs)
+VERSIONS = {"0.9.1": SCHEMA, "b178a3c": SCHEMA_B178A3C}

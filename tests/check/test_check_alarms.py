@@ -50,3 +50,26 @@ def test_check_prints_the_alarm_line_and_writes_the_alarm_table(tiny, tmp_path, 
     assert "- **Alarms** (" in capsys.readouterr().out
     md = (out / "check.md").read_text()
     assert "## Alarms" in md and "| `reversal/stale` |" in md
+
+
+def test_only_the_alarms_whose_metric_the_run_logs_are_shown():
+    """verl logs rollout_corr/* only with calculate_log_probs (ray_trainer.py); TRL its IS ratio only
+    with the vLLM correction; AsyncGRPOTrainer none of them (issue 45, item 3)."""
+    from sandbox.check import map_config
+    from sandbox.check.alarms import logged
+
+    on = map_config({"algorithm.adv_estimator": "grpo", "actor_rollout_ref.rollout.n": 4})
+    assert [a.name for a in logged(on.logs)] == ["ESS < 0.3", "mean IS weight outside [0.5, 2]", "|KL| > 0.1"]
+    off = map_config({"algorithm.adv_estimator": "grpo", "actor_rollout_ref.rollout.n": 4,
+                      "actor_rollout_ref.rollout.calculate_log_probs": False})
+    assert logged(off.logs) == [] and off.to_dict()["logs"] == []
+    trl = map_config({"loss_type": "dapo", "num_generations": 8, "use_vllm": True})
+    assert [a.name for a in logged(trl.logs)] == ["mean IS weight outside [0.5, 2]"]
+    assert logged(map_config({"loss_type": "dapo", "num_generations": 8}).logs) == []
+    frame = scored([("a", 60, 40, 20), ("a", NAN, 10, NAN)])
+    assert alarm_line([frame], "mine", off.logs).startswith("**Alarms**: none shown")
+    assert "none is shown" in alarm_markdown([frame], "mine", off.logs)
+    md = alarm_markdown([frame], "mine", trl.logs)
+    assert "ESS" not in md and "mean IS weight" in md
+    assert "2/2 seeds (first at trainer step 12); before 1/1 collapses by 10 trainer steps" in \
+        alarm_markdown([frame], "mine", on.logs, per_step=2)  # steps 40 and 10 (median 25), lead 20, K = 2

@@ -93,7 +93,7 @@ TABLES = {
         ('actor_rollout_ref.actor.ppo_epochs × async_training.require_batches', 'deployment.reuse', 4),
         ('async_training.trigger_parameter_sync_step × async_training.staleness_threshold', 'deployment.delay', {'kind': 'uniform', 'D': 17}),
         ('async_training.partial_rollout', 'deployment.partial', 2),
-        ('algorithm.rollout_correction.bypass_mode, async_training.use_rollout_log_probs, async_training.compute_prox_log_prob', 'deployment.proximal', 'behavior'),
+        ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'behavior'),
         ('actor_rollout_ref.rollout.n', 'deployment.group', 16),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
@@ -326,7 +326,7 @@ def test_a_name_that_is_a_builtin_method_gets_a_suffix():
 
 
 def test_not_a_config_is_one_line(tmp_path):
-    for config, message in [(tmp_path / "missing.yaml", "does not exist"), (tmp_path / "x.toml", "must be a"),
+    for config, message in [(tmp_path / "missing.yaml", "does not exist"), (tmp_path / "x.ini", "must be a"),
                             ({"foo": 1}, "neither a verl trainer config"), (42, "config must be")]:
         with pytest.raises(ValueError, match=message):
             map_config(config)

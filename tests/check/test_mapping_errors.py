@@ -5,6 +5,7 @@ one line under the config's own key, every unknown key at once, duplicated keys 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_m3_a_group_of_one_has_no_baseline():
     assert m.recipe.advantage == "constant" and m.recipe.advantage_kwargs == {}
     assert any("rollout.n = 1" in w for w in m.warnings)
     assert "warning: rollout.n = 1" in m.text()
-    with pytest.raises(ValueError, match=r"rollout\.n=1: with rloo_vectorized .* \(the verl default; set"):
+    with pytest.raises(ValueError, match=r"rollout\.n=1: with rloo_vectorized .* \(the verl 0.9.1 default; set"):
         map_config({G + "adv_estimator": "rloo_vectorized"})
 
 
@@ -81,7 +82,8 @@ def test_m7_fully_async_window_start_pi_old_is_stated(legacy):
     """π_old recomputed at the sync window's start (b178a3c's compute_prox_log_prob; verl 0.9.1's
     fully-async trainer without bypass_mode): an approximation, said in the report."""
     extra = {AS + "compute_prox_log_prob": True} if legacy else {C + "bypass_mode": False}
-    m = map_config({**GRPO, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 2, **extra})
+    m = map_config({**GRPO, AS + "trigger_parameter_sync_step": 4, AS + "require_batches": 2, **extra},
+                   framework="verl@b178a3c" if legacy else None)
     assert m.deployment.proximal == "recompute"
     assert any("sync window's start" in w for w in m.warnings)
 
@@ -144,8 +146,28 @@ def test_ignore_is_suggested_only_for_keys_the_file_sets():
     with pytest.raises(ValueError) as err:
         map_config({G + "adv_estimator": "rloo_vectorized"})  # rollout.n = 1 is verl's default
     assert "--ignore" not in str(err.value)
-    with pytest.raises(ValueError, match="pass --ignore"):
+    with pytest.raises(ValueError, match="pass --ignore actor_rollout_ref.actor.clip_ratio_high"):
+        map_config({G + "adv_estimator": "grpo", R + "n": 4, C + "bypass_mode": True, C + "rollout_rs": "seq_mean_k3",
+                    C + "rollout_rs_threshold": 0.01, A + "clip_ratio_high": 0.28})
+
+
+def test_every_ignore_suggestion_leads_somewhere():
+    """An --ignore that would leave a default refused the same way is not suggested (issue 45: --ignore
+    algorithm.adv_estimator led to a second refusal); the suggestion made is followed and passes."""
+    with pytest.raises(ValueError, match=r"set it to a value the check models \(--ignore actor_rollout_ref\.rollout\.n "
+                                         r"would leave the verl 0\.9\.1 default 1, refused too\)") as err:
         map_config({G + "adv_estimator": "rloo_vectorized", R + "n": 1})
+    assert "pass --ignore" not in str(err.value)
+    with pytest.raises(ValueError, match="would leave the verl 0.9.1 default 'gae', refused too") as err:
+        map_config({G + "adv_estimator": "gpg", R + "n": 4})
+    assert "pass --ignore" not in str(err.value)
+    config = {G + "adv_estimator": "grpo", R + "n": 4, C + "bypass_mode": True, C + "rollout_rs": "seq_mean_k3",
+              C + "rollout_rs_threshold": 0.01, A + "clip_ratio_high": 0.28, A + "use_kl_loss": True}
+    with pytest.raises(ValueError) as err:
+        map_config(config)
+    suggested = str(err.value).split("pass --ignore ", 1)[1].split(" to check")[0].split()
+    assert sorted(suggested) == [A + "clip_ratio_high", A + "use_kl_loss"]
+    assert map_config(config, ignore=suggested).recipe.estimator == "rollout_rs"
 
 
 # ----------------------------------------------------------------------------- what a file says twice
@@ -166,8 +188,11 @@ def test_nested_and_dotted_contradiction_is_refused(tmp_path):
 
 def test_duplicated_override_and_json_keys_are_refused(tmp_path):
     overrides = tmp_path / "o.yaml"
-    overrides.write_text("- algorithm.adv_estimator=grpo\n- algorithm.adv_estimator=rloo\n")
-    with pytest.raises(ValueError, match="'algorithm.adv_estimator' twice in its overrides"):
+    overrides.write_text("- algorithm.adv_estimator=grpo\n- actor_rollout_ref.rollout.n=4\n"
+                         "- algorithm.adv_estimator=rloo\n")
+    assert map_config(overrides).recipe.advantage == "rloo"  # Hydra applies overrides in order: last wins
+    overrides.write_text("- +algorithm.adv_estimator=grpo\n- +algorithm.adv_estimator=rloo\n")
+    with pytest.raises(ValueError, match="Hydra cannot append to config, an item is already at"):
         map_config(overrides)
     js = tmp_path / "c.json"
     js.write_text('{"num_generations": 8, "epsilon": 0.2, "epsilon": 0.3}')
@@ -183,7 +208,7 @@ def test_areal_and_openrlhf_configs_are_refused(tmp_path):
         map_config(areal)
     path = tmp_path / "openrlhf.json"
     path.write_text(json.dumps({"advantage_estimator": "group_norm", "n_samples_per_prompt": 8, "eps_clip": 0.2}))
-    with pytest.raises(ValueError, match="config is an OpenRLHF config"):
+    with pytest.raises(ValueError, match=r"config is an OpenRLHF \(< 0.9\) config"):
         map_config(path)
 
 
@@ -203,3 +228,20 @@ def test_an_aggregation_we_do_not_have_is_refused_under_its_key():
     naming verl's key."""
     with pytest.raises(ValueError, match=rf"^{A}loss_agg_mode='token-sum' \(mapped to ppo.aggregation\): aggregation"):
         map_config({**GRPO, A + "loss_agg_mode": "token-sum"})
+
+
+def test_fully_async_compute_prox_log_prob_is_decoupled_not_bypass():
+    """Issue 45's regression (verl_fully_async_grpo30b_mis.yaml): read as verl b178a3c,
+    compute_prox_log_prob=True is the decoupled trainer (π_old recomputed at the sync window's start),
+    so rollout_rs is refused as decoupled rejection sampling, never "an asymmetric clip"; with it
+    ignored the run maps to PPO-clip 0.2/0.28 with π_old recomputed, not bypass."""
+    path = Path(__file__).parent / "corpus" / "verl_fully_async_grpo30b_mis.yaml"
+    with pytest.raises(ValueError) as err:
+        map_config(path, framework="verl@b178a3c", ignore=[A + "use_kl_loss"])
+    assert "rejection sampling is modelled in bypass mode only" in str(err.value)
+    assert "asymmetric" not in str(err.value)
+    m = map_config(path, framework="verl@b178a3c", ignore=[A + "use_kl_loss", C + "rollout_rs"])
+    assert m.recipe.estimator == "ppo" and m.deployment.proximal == "recompute"
+    assert (m.recipe.estimator_kwargs["eps_low"], m.recipe.estimator_kwargs["eps_high"]) == (0.2, 0.28)
+    assert any("sync window's start" in w for w in m.warnings)
+    assert m.version.startswith("verl b178a3c")

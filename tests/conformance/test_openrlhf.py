@@ -11,8 +11,10 @@ import types
 
 import pytest
 
-openrlhf = pytest.importorskip("openrlhf")
-pytest.importorskip("deepspeed")
+from .required import require
+
+openrlhf = require("openrlhf")
+require("deepspeed")
 
 
 def _loss_module():

@@ -11,9 +11,11 @@ import pytest
 from sandbox.check import map_config
 from sandbox.check.readers import read_config
 
+from .required import require
+
 
 def test_verls_full_default_config_maps(tmp_path):
-    pytest.importorskip("verl.trainer.ppo.core_algos")
+    require("verl.trainer.ppo.core_algos")
     import verl
 
     source = Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml"
@@ -29,7 +31,7 @@ def test_verls_full_default_config_maps(tmp_path):
 
 
 def test_a_real_grpo_config_object_maps():
-    pytest.importorskip("trl")
+    require("trl")
     from .trl_side import grpo_config
 
     config = grpo_config({"loss_type": "dapo", "num_generations": 8, "use_vllm": True, "epsilon_high": 0.28})

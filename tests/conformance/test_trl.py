@@ -9,7 +9,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-pytest.importorskip("trl")
+from .required import require
+
+require("trl")
 
 from .harness import AGREED, TOL, assert_agree, differ, make_batch, mapped, our_advantages, our_loss  # noqa: E402
 from .trl_side import trl_advantages, trl_loss  # noqa: E402

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("verl.trainer.ppo.core_algos")
+from .required import require
+
+require("verl.trainer.ppo.core_algos")
 
 from .harness import AGREED, TOL, make_batch, mapped, our_advantages  # noqa: E402
 from .verl_side import G, R, verl_advantages  # noqa: E402

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("verl.trainer.ppo.core_algos")
+from .required import require
+
+require("verl.trainer.ppo.core_algos")
 
 from .harness import AGREED, assert_agree, differ, make_batch, mapped, our_loss  # noqa: E402
 from .verl_side import A, verl_loss  # noqa: E402

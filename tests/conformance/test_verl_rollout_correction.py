@@ -10,7 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-pytest.importorskip("verl.trainer.ppo.core_algos")
+from .required import require
+
+require("verl.trainer.ppo.core_algos")
 
 from verl.trainer.config.algorithm import RolloutCorrectionConfig  # noqa: E402
 

@@ -3,7 +3,7 @@ trainer — ``object.__new__(GRPOTrainer)`` with the attributes ``__init__`` set
 (its own lines, executed), a stub accelerator of one process, and a model forward that returns the
 batch's log π_θ — and the two computations TRL has inline in ``_generate_and_score_completions``,
 the vLLM importance-sampling ratio and the group advantages, executed from its own source text
-(``harness.source_block``). Import only after ``pytest.importorskip('trl')``.
+(``harness.source_block``). Import only after ``require('trl') (conftest.py)``.
 """
 
 from __future__ import annotations

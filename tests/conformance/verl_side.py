@@ -2,7 +2,7 @@
 its trainer calls them (``verl/trainer/ppo/ray_trainer.py`` fit → ``compute_rollout_correction_and_
 add_to_batch`` or ``apply_bypass_mode``, ``compute_advantage``; ``verl/workers/utils/losses.py``
 ``ppo_loss`` → ``get_policy_loss_fn(loss_mode)(…)``), on the config keys the check reads. Import
-only after ``pytest.importorskip('verl.trainer.ppo.core_algos')``.
+only after ``require('verl.trainer.ppo.core_algos') (conftest.py)``.
 """
 
 from __future__ import annotations
