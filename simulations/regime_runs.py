@@ -3,7 +3,7 @@
 
     python -m simulations.regime_runs calibrate                  # mantissa bits for the published KL
     python -m simulations.regime_runs run control --base-seed 0  # one arm: 8 seeds, its steps
-    python -m simulations.regime_runs table                      # the docs' table from the data
+    python -m simulations.regime_runs table --figure docs/regime.png   # the docs' table and figure
 
 Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
 step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
@@ -119,16 +119,20 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--base-seed", type=int, default=0)
     r.add_argument("--seeds", type=int, default=8)
     r.add_argument("--steps", type=int, default=None)
-    sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
+    t = sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
+    t.add_argument("--figure", default=None, help="also draw the trajectories to this PNG (docs/regime.png)")
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         print(json.dumps(calibrate(args.base_seed), indent=1))
     elif args.command == "run":
         print(run(args.arm, args.base_seed, args.seeds, args.steps))
     else:
-        from simulations.regime_table import table
+        from simulations.regime_table import plot, table
 
-        print(table(load()))
+        frame = load()
+        print(table(frame))
+        if args.figure and not frame.empty:
+            plot(frame, args.figure)
 
 
 if __name__ == "__main__":

@@ -86,3 +86,41 @@ def table(frame: pd.DataFrame) -> str:
 
 
 __all__ = ["ROWS", "START", "table"]
+
+
+#: the trajectories the figure shows: (column, title, log scale)
+PANELS = (("error", "error (eval)", False), ("entropy", "entropy, nats/token", False),
+          ("zero_adv_frac", "zero-advantage groups", False), ("kl_k3", "KL(μ‖π) per token, k3", True),
+          ("lag_k3", "lag-10 KL, k3", True), ("truncated", "truncated answers", False))
+
+
+def plot(frame: pd.DataFrame, path) -> None:
+    """The arms' trajectories (median over seeds, the band from the 25th to the 75th percentile)
+    of ``PANELS``, written to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), constrained_layout=True)
+    for ax, (column, title, log) in zip(axes.flat, PANELS):
+        for arm, sub in frame.groupby("arm", sort=False):
+            data = sub.dropna(subset=[column])
+            if data.empty:
+                continue
+            every = 10 if column not in ("error", "entropy", "lag_k3") else 1
+            q = data.groupby("step")[column].quantile([0.25, 0.5, 0.75]).unstack()
+            q = q.iloc[::every] if every > 1 else q
+            q = q.rolling(5, min_periods=1).mean() if every > 1 else q
+            ax.plot(q.index, q[0.5], label=arm)
+            ax.fill_between(q.index, q[0.25], q[0.75], alpha=0.2)
+        ax.set_title(title)
+        ax.set_xlabel("learner step")
+        if log:
+            ax.set_yscale("log")
+    axes.flat[0].legend()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ += ["PANELS", "plot"]

@@ -13,7 +13,7 @@ from simulations.regime import (
     warm_mismatch,
 )
 from simulations.regime_runs import ARMS, BITS, arm_config
-from simulations.regime_table import table
+from simulations.regime_table import plot, table
 
 TINY = {"population": 2, "width": 16, "heads": 2, "layers": 1, "mlp": 16, "V": 64, "sft_steps": 20,
         "prompts_per_step": 4, "samples_per_prompt": 4, "eval_prompts": 8, "eval_samples": 2}
@@ -83,7 +83,7 @@ def test_arms_are_declared_with_roles_and_the_calibrated_bits():
     assert config.controllers == (("clip_grad_norm", {"max_norm": 1.0}),)
 
 
-def test_table_compares_with_published_values():
+def test_table_compares_with_published_values(tmp_path):
     config = regime_config(task_kwargs=TINY, estimator="reinforce", steps=10, seed=0)
     frame = probe(config, every=5, lag=3, progress=False).assign(arm="control", base_seed=0)
     text = table(frame)
@@ -91,3 +91,5 @@ def test_table_compares_with_published_values():
     lag_row = next(line for line in text.splitlines() if line.startswith("| lag-10 KL"))
     assert "vcpo_results.png" in lag_row and ("in range" in lag_row or "×" in lag_row)
     assert table(pd.DataFrame()) == "(no committed regime runs yet)"
+    plot(frame, tmp_path / "regime.png")
+    assert (tmp_path / "regime.png").stat().st_size > 10_000
