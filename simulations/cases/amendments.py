@@ -33,6 +33,7 @@ from simulations.cases import (
 ALL_STATISTICS = {**STATISTICS, **ADDED_STATISTICS}
 #: the lists of an amendment that name a first-round case, and the keys each entry needs
 CHANGES = {
+    "checked": ("read", "by_the_rule"),
     "reclassified": ("figure", "read", "by_the_rule", "outcome"),
     "withdrawn": ("figure", "read", "by_the_rule", "reason"),
     "out_of_scope": ("mechanism", "source", "quote", "reason"),
@@ -108,9 +109,11 @@ def check_amendments(cf: CaseFile) -> None:
                 cid = _need(at, entry, "case", str)
                 if cid not in ids:
                     raise ValueError(f"{at}.case: {cid!r} is not a case of the file")
-                if cid in seen and {seen[cid], change} != {"respecified", "discrimination"}:
+                if cid in seen and "discrimination" not in (seen[cid], change):
                     raise ValueError(f"{at}.case: {cid!r} is already {seen[cid]} by this amendment")
-                seen[cid] = change
+                if change == "discrimination" and seen.get(cid) in ("withdrawn", "out_of_scope"):
+                    raise ValueError(f"{at}.case: {cid!r} is {seen[cid]}; it has no round-2 test to pair")
+                seen.setdefault(cid, change)
                 for key in keys:
                     _need(at, entry, key, str)
         _round(cf, amendment)  # the resulting cases validate by the file's rules
