@@ -9,7 +9,10 @@ schedule, the precision the ``measured_mismatch`` friction, the scale the task a
 the budget max(the scale's steps, 4·D). ``scale_runs`` says which arms and seeds a case runs at each
 scale of a fidelity (the amended ``fidelity``: only the control at a ``control_only`` scale, nothing
 beyond ``max_steps``); ``batched_configs`` gives each arm's seeds as one batched population. The
-decision rules are declared in the file and executed by ``simulations.cases.verdicts``.
+decision rules are declared in the file and executed by ``simulations.cases.verdicts``. The file's
+dated ``amendments`` (the second round, issue 43) are validated here and applied by
+``simulations.cases.amendments.second_round``; ``load_cases`` itself returns the first round's cases
+unchanged.
 """
 
 from __future__ import annotations
@@ -36,6 +39,20 @@ STATISTICS = {
     "signal_level": ("worse", "signal"),
     "noninferior": ("arm",),
 }
+#: the statistics the second amendment adds (its ``statistics`` block defines them)
+ADDED_STATISTICS = {
+    "signal_trend": ("worse", "signal", "factor"),
+    "signal_lead": ("worse", "signal", "lagging", "factor"),
+}
+#: decision keys a statistic may set besides its required ones (the second amendment's ``statistics``)
+OPTIONAL_KEYS = {
+    "collapse_contrast": ("event",),
+    "signal_rise": ("event",),
+    "signal_lead": ("event",),
+    "signal_level": ("against", "direction", "min_live"),
+    "noninferior": ("plain",),
+}
+EVENTS = ("collapse", "dip")
 #: the logged metric columns a signal statistic may read (sandbox.diagnostics.SIGNALS)
 SIGNAL_COLUMNS = ("ess_frac", "kl_k1", "kl_k3", "log_ratio_abs_mean", "log_ratio_abs_max", "grad_norm",
                   "cos_consecutive", "entropy", "clip_frac", "mask_frac")
@@ -67,6 +84,7 @@ class CaseFile:
     mapping: dict
     cases: tuple[Case, ...]
     out_of_scope: tuple[dict, ...]
+    amendments: tuple[dict, ...] = ()
 
     def case(self, case_id: str) -> Case:
         for c in self.cases:
@@ -133,7 +151,9 @@ def _check_seeds(where: str, seeds: list, batched: bool) -> None:
                          f"seeds[0] + m), got {seeds!r}")
 
 
-def _check_case(raw: dict, mapping: dict) -> Case:
+def _check_case(raw: dict, mapping: dict, statistics: dict | None = None, optional: dict | None = None) -> Case:
+    """One case of the file, validated; ``statistics`` and ``optional`` (the decision keys each may
+    add) default to the first round's, which adds none."""
     where = f"case {raw.get('id', '?')!r}"
     cid = _need(where, raw, "id", str)
     source = _need(where, raw, "source", dict)
@@ -161,25 +181,41 @@ def _check_case(raw: dict, mapping: dict) -> Case:
     group = experiment.get("group_size")
     if group is not None and (not isinstance(group, int) or group < 2):
         raise ValueError(f"{where}.experiment.group_size: must be an int ≥ 2, got {group!r}")
-    decision = _need(where, raw, "decision", dict)
-    statistic = _need(f"{where}.decision", decision, "statistic", str)
-    if statistic not in STATISTICS:
-        raise ValueError(f"{where}.decision.statistic: must be one of {sorted(STATISTICS)}, got {statistic!r}")
-    for key in STATISTICS[statistic]:
-        _need(f"{where}.decision", decision, key, (str, float, int))
-    for key in ("worse", "better", "arm"):
-        if key in decision and decision[key] not in arms:
-            raise ValueError(f"{where}.decision.{key}: {decision[key]!r} is not an arm ({sorted(arms)})")
-    if "signal" in decision and decision["signal"] not in SIGNAL_COLUMNS:
-        raise ValueError(f"{where}.decision.signal: must be one of {SIGNAL_COLUMNS}, got {decision['signal']!r}")
-    if "direction" in decision and decision["direction"] not in ("up", "down"):
-        raise ValueError(f"{where}.decision.direction: must be 'up' or 'down', got {decision['direction']!r}")
-    if "factor" in decision and not (isinstance(decision["factor"], float) and decision["factor"] >= 1.0):
-        raise ValueError(f"{where}.decision.factor: must be a float ≥ 1, got {decision['factor']!r}")
+    decision = _check_decision(where, _need(where, raw, "decision", dict), arms, statistics, optional)
     deviations = raw.get("deviations", [])
     if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
         raise ValueError(f"{where}.deviations: must be a list of sentences")
     return Case(cid, source, quote, published, outcome, mechanism, arms, group, decision, tuple(deviations))
+
+
+def _check_decision(where: str, decision: dict, arms: dict, statistics: dict | None = None,
+                    optional: dict | None = None) -> dict:
+    """A case's decision: its statistic, the keys it needs, and the optional keys it may set."""
+    statistics, optional = statistics or STATISTICS, optional or {}
+    statistic = _need(f"{where}.decision", decision, "statistic", str)
+    if statistic not in statistics:
+        raise ValueError(f"{where}.decision.statistic: must be one of {sorted(statistics)}, got {statistic!r}")
+    for key in statistics[statistic]:
+        _need(f"{where}.decision", decision, key, (str, float, int))
+    stray = set(decision) - {"statistic", *statistics[statistic], *optional.get(statistic, ())}
+    if stray:
+        raise ValueError(f"{where}.decision: key(s) {sorted(stray)} not defined for {statistic} "
+                         f"(optional: {list(optional.get(statistic, ()))})")
+    for key in ("worse", "better", "arm", "against", "plain"):
+        if key in decision and decision[key] not in arms:
+            raise ValueError(f"{where}.decision.{key}: {decision[key]!r} is not an arm ({sorted(arms)})")
+    for key in ("signal", "lagging"):
+        if key in decision and decision[key] not in SIGNAL_COLUMNS:
+            raise ValueError(f"{where}.decision.{key}: must be one of {SIGNAL_COLUMNS}, got {decision[key]!r}")
+    if "direction" in decision and decision["direction"] not in ("up", "down"):
+        raise ValueError(f"{where}.decision.direction: must be 'up' or 'down', got {decision['direction']!r}")
+    if "factor" in decision and not (isinstance(decision["factor"], float) and decision["factor"] >= 1.0):
+        raise ValueError(f"{where}.decision.factor: must be a float ≥ 1, got {decision['factor']!r}")
+    if "event" in decision and decision["event"] not in EVENTS:
+        raise ValueError(f"{where}.decision.event: must be one of {EVENTS}, got {decision['event']!r}")
+    if "min_live" in decision and not (isinstance(decision["min_live"], float) and 0 < decision["min_live"] <= 1):
+        raise ValueError(f"{where}.decision.min_live: must be a float in (0, 1], got {decision['min_live']!r}")
+    return decision
 
 
 def _check_arm(where: str, arm: Any, mapping: dict, control: bool) -> None:
@@ -230,7 +266,14 @@ def load_cases(path: str | Path = CASES_FILE) -> CaseFile:
     for i, entry in enumerate(out):
         for key in ("mechanism", "source", "quote", "reason"):
             _need(f"out_of_scope[{i}]", entry, key, str)
-    return CaseFile(mapping, cases, tuple(out))
+    amendments = data.get("amendments", [])
+    if not isinstance(amendments, list):
+        raise ValueError(f"case file.amendments: must be a list of dated amendments, got {type(amendments).__name__}")
+    cf = CaseFile(mapping, cases, tuple(out), tuple(amendments))
+    from simulations.cases.amendments import check_amendments
+
+    check_amendments(cf)
+    return cf
 
 
 # ---------------------------------------------------------------------------- the mapping rule
@@ -343,6 +386,6 @@ def batched_configs(case: Case, mapping: dict, fidelity: str) -> dict[tuple[str,
             for scale, runs in scale_runs(case, mapping, fidelity).items() for arm in runs.arms}
 
 
-__all__ = ["CASES_FILE", "LAG_KINDS", "SETTING_KEYS", "SIGNAL_COLUMNS", "STATISTICS", "Case", "CaseFile", "ScaleRuns",
+__all__ = ["ADDED_STATISTICS", "CASES_FILE", "EVENTS", "LAG_KINDS", "OPTIONAL_KEYS", "SETTING_KEYS", "SIGNAL_COLUMNS", "STATISTICS", "Case", "CaseFile", "ScaleRuns",
            "arm_config", "batched_configs", "case_configs", "load_cases", "loss_fields", "max_delay", "scale_runs",
            "staleness_of", "steps_of"]

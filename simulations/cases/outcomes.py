@@ -29,13 +29,13 @@ from scipy.stats.contingency import odds_ratio
 
 from sandbox.analysis.collapse import collapse_event, prosperity_before_collapse
 from simulations.cases import Case, CaseFile, scale_runs, steps_of
-from simulations.cases.verdicts import Verdict, judge
+from simulations.cases.verdicts import Verdict, event_of, judge
 
 #: the case file's fidelity behind each figure fidelity ('full' has no case-file tier of its own)
 CASE_FIDELITY = {"quick": "quick", "paper": "paper", "full": "full"}
 #: how the figure shows a verdict: the rule's 'opposite' and 'not-reproduced' are both disagreements
 SHOWN = {"agree": "agree", "opposite": "disagree", "not-reproduced": "disagree", "inconclusive": "inconclusive",
-         "not run": "not run"}
+         "not run": "not run", "does-not-discriminate": "does not discriminate"}
 #: the rule's weak point per mechanism, named beside every disagreement (docs/predictions.md)
 SUSPECTS = {
     "staleness": "the mapping rule does not match the per-update policy change (a lag of k updates of Adam "
@@ -129,7 +129,7 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
         for arm in (d["worse"], d["better"]):
             steps[arm] = []
             for seed, (s, v) in _curves(frames[arm]).items():
-                event = collapse_event(s, v, budget=budget)
+                event = event_of(s, v, budget, d.get("event", "collapse"))
                 shape = event.collapsed and (stat == "collapse_contrast" or
                                              prosperity_before_collapse(s, v, *control[seed], budget=budget))
                 steps[arm].append(event.collapse_step if shape else budget)
@@ -151,20 +151,31 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
                     f"(paired t, {1 - 2 * alpha:.0%}) against the margin δ = {delta:.3f}")
             return dict(estimate=est, low=low, high=high, side="below", against=float(delta), values=tuple(diff), text=text)
         what = "final error" if stat == "final_contrast" else f"mean {d['signal']} over the second half"
-        other = d.get("better", "control")
+        other = d.get("better", d.get("against", "control"))
         text = (f"{what}, {_arm_words(case, d['worse'])} − {other}: {est:+.3g} [{low:+.3g}, {high:+.3g}] "
                 f"(paired t, {1 - 2 * alpha:.0%})")
-        return dict(estimate=est, low=low, high=high, side="above", against=0.0, values=tuple(diff), text=text)
-    # signal_rise
+        side = "below" if d.get("direction") == "down" and stat == "signal_level" else "above"
+        return dict(estimate=est, low=low, high=high, side=side, against=0.0, values=tuple(diff), text=text)
+    if stat == "signal_lead":
+        x = np.asarray(verdict.detail.get("lead", []), dtype=float)
+        est, low, high = _t(x, alpha) if x.size >= 3 else (float(x.mean()) if x.size else math.nan, math.nan, math.nan)
+        text = (f"steps by which {d['signal']} reached {d['factor']:g}× its learned-step value before {d['lagging']} did, "
+                f"over the {x.size} events of {_arm_words(case, d['worse'])}: {est:.3g} [{low:.3g}, {high:.3g}]")
+        return dict(estimate=est, low=low, high=high, side="above", against=0.0, values=tuple(x), text=text)
+    # signal_rise, signal_trend
     x = np.asarray(verdict.detail.get("log10_rise", []), dtype=float)
     threshold = math.log10(d["factor"])
-    direction = "rise" if d["direction"] == "up" else "fall"
+    direction = "rise" if d.get("direction", "up") == "up" else "fall"
     if x.size < 3:
         est = float(x.mean()) if x.size else math.nan
         text = (f"{x.size} collapsed seed(s) of {_arm_words(case, d['worse'])}: fewer than 3, the collapse the "
                 f"{d['signal']} {direction} should precede did not appear")
         return dict(estimate=est, low=math.nan, high=math.nan, side="above", against=threshold, values=tuple(x), text=text)
     est, low, high = _t(x, alpha)
+    if stat == "signal_trend":
+        text = (f"log10 of {d['signal']} over the last quarter against its low before, over {x.size} seeds of "
+                f"{_arm_words(case, d['worse'])}: {est:.3g} [{low:.3g}, {high:.3g}] against log10({d['factor']:g})")
+        return dict(estimate=est, low=low, high=high, side="above", against=threshold, values=tuple(x), text=text)
     text = (f"log10 {direction} of {d['signal']} from the learned step to just before the collapse, over the "
             f"{x.size} collapsed seeds of {_arm_words(case, d['worse'])}: {est:.3g} [{low:.3g}, {high:.3g}] "
             f"(t, {1 - 2 * alpha:.0%}) against log10({d['factor']:g}) = {threshold:.3g}")
@@ -173,6 +184,10 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
 
 def _cause(case: Case, verdict: Verdict, m: dict) -> str:
     """Why a conclusive case disagrees: what the measurement shows, and the rule's weak point."""
+    if verdict.verdict == "does-not-discriminate":
+        plain = verdict.detail["plain"]["bounds"]
+        return (f"does not discriminate: the plain arm passes the same test (its final error − control "
+                f"{plain[0]:+.3f} … {plain[1]:+.3f} against δ = {verdict.detail['delta']:.3f})")
     seen = {"opposite": "the sandbox shows the opposite: ", "not-reproduced": "not reproduced: "}[verdict.verdict]
     d, stat = case.decision, case.decision["statistic"]
     if stat in ("collapse_contrast", "prosperity_contrast"):
@@ -236,6 +251,11 @@ def judge_case(cf: CaseFile, case: Case, frame: pd.DataFrame, fidelity: str) -> 
             continue
         verdict = judge(case, frames, budget, cf.mapping["metric"], alpha)
         common = dict(n=len(runs.seeds), diverged=_diverged(frames), p_forward=verdict.p_forward)
+        if verdict.verdict == "inconclusive" and verdict.detail.get("frozen"):
+            out.append(CaseResult(case, scale, "inconclusive", "inconclusive", cause=(
+                f"the control froze: fewer than 3 seed pairs kept a non-zero gradient in "
+                f"{case.decision['min_live']:.0%} of their second-half steps"), **common))
+            continue
         if verdict.verdict == "inconclusive":
             learned = verdict.detail["control_learned"]
             out.append(CaseResult(case, scale, "inconclusive", "inconclusive", cause=(
