@@ -29,6 +29,26 @@ def int_at_least(low: int):
     return parse
 
 
+class LazyChoices:
+    """argparse ``choices`` read from ``load()`` on first use, so that building the parser imports
+    nothing heavy (give the option a ``metavar``: argparse then reads the choices only for help and
+    errors)."""
+
+    def __init__(self, load) -> None:
+        self._load, self._values = load, None
+
+    def _get(self) -> list:
+        if self._values is None:
+            self._values = list(self._load())
+        return self._values
+
+    def __contains__(self, value) -> bool:
+        return value in self._get()
+
+    def __iter__(self):
+        return iter(self._get())
+
+
 def writable_file(path: str, option: str) -> Path:
     """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
     check_path_given(path, option)
