@@ -38,7 +38,7 @@ def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
     if not (isinstance(seeds, int) and seeds >= 1):
         raise ValueError(f"--seeds must be an integer ≥ 1, got {seeds!r}")
     load_tasks()
-    if getattr(TASKS.get(config.task), "one_model_per_run", False):
+    if TASKS.get(config.task).one_model_per_run:  # declared by every task (sandbox.tasks.base.Task)
         return [config.replace(seed=config.seed + i) for i in range(seeds)]
     given = config.task_kwargs.get("population")
     if given is not None and given != seeds:
