@@ -37,7 +37,8 @@ def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
         return [config]
     if not (isinstance(seeds, int) and seeds >= 1):
         raise ValueError(f"--seeds must be an integer ≥ 1, got {seeds!r}")
-    load_tasks()
+    if config.task not in TASKS:
+        load_tasks()
     if TASKS.get(config.task).one_model_per_run:  # declared by every task (sandbox.tasks.base.Task)
         return [config.replace(seed=config.seed + i) for i in range(seeds)]
     given = config.task_kwargs.get("population")

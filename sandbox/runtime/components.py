@@ -14,6 +14,7 @@ read back in its worker) are not checked again in the same process.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -143,7 +144,7 @@ def _canonical(value: Any) -> Any:
 
 
 #: configs (their component fields, ``_canonical``) that passed ``check_run`` in this process
-_PASSED: dict[str, None] = {}
+_PASSED: OrderedDict[str, None] = OrderedDict()
 _PASSED_MAX = 4096
 
 
@@ -169,7 +170,7 @@ def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs:
         check_components(made_task, stack, task_name=task, friction_names=[n for n, _ in frictions], steps=steps,
                          history=history)
     if len(_PASSED) >= _PASSED_MAX:
-        _PASSED.pop(next(iter(_PASSED)))
+        _PASSED.popitem(last=False)  # the oldest (one C call: safe beside other threads)
     _PASSED[key] = None
 
 
