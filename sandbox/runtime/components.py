@@ -148,6 +148,20 @@ _PASSED: OrderedDict[str, None] = OrderedDict()
 _PASSED_MAX = 4096
 
 
+def _classes(task: str, estimator: str, advantage: str | None, controllers: Sequence, frictions: Sequence) -> tuple:
+    """The identities of the classes the names resolve to now (a plugin that registers another class
+    under a name, ``replace=True``, is checked afresh); None for a name not registered (yet)."""
+    from sandbox.advantages import ADVANTAGES
+    from sandbox.controllers import CONTROLLERS
+    from sandbox.estimators import ESTIMATORS
+    from sandbox.frictions import FRICTIONS
+    from sandbox.tasks import TASKS
+
+    named = [(TASKS, task), (ESTIMATORS, estimator), (ADVANTAGES, advantage),
+             *[(CONTROLLERS, n) for n, _ in controllers], *[(FRICTIONS, n) for n, _ in frictions]]
+    return tuple(id(registry.get(n)) if isinstance(n, str) and n in registry else None for registry, n in named)
+
+
 def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs: dict, advantage: str | None,
               advantage_kwargs: dict, controllers: Sequence, frictions: Sequence, staleness: dict, steps: int,
               history: str) -> None:
@@ -160,8 +174,10 @@ def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs:
     fields = {"task": task, "task_kwargs": task_kwargs, "estimator": estimator, "estimator_kwargs": estimator_kwargs,
               "advantage": advantage, "advantage_kwargs": advantage_kwargs, "controllers": controllers,
               "frictions": frictions, "staleness": staleness, "steps": steps, "history": history}
-    key = repr(_canonical(fields))
-    if key in _PASSED:
+    def key() -> str:
+        return repr((_canonical(fields), _classes(task, estimator, advantage, controllers, frictions)))
+
+    if key() in _PASSED:
         return
     with paused():
         made_task = make_task(task, task_kwargs)
@@ -171,7 +187,7 @@ def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs:
                          history=history)
     if len(_PASSED) >= _PASSED_MAX:
         _PASSED.popitem(last=False)  # the oldest (one C call: safe beside other threads)
-    _PASSED[key] = None
+    _PASSED[key()] = None  # after the checks: the task's entry points are loaded now
 
 
 __all__ = ["Method", "build_frictions", "build_method", "check_components", "check_run", "made", "make_task",

@@ -84,6 +84,38 @@ def test_types_are_kept_apart_by_the_memory_of_passed_configs():
         config.replace(task_kwargs={"K": True})
 
 
+def test_a_class_registered_again_under_a_name_is_checked_afresh(monkeypatch):
+    from dataclasses import dataclass
+
+    from sandbox.estimators import ESTIMATORS, Estimator, register_estimator
+
+    monkeypatch.setattr(ESTIMATORS, "_entries", dict(ESTIMATORS._entries))  # the test's registrations go away
+
+    @register_estimator("check_run_test")
+    @dataclass(frozen=True)
+    class Lenient(Estimator):
+        """Accepts any c."""
+
+        c: float = 1.0
+
+        def token_loss(self, t):
+            return -t.token_advantages * t.logp
+
+    config = RunConfig(estimator="check_run_test", estimator_kwargs={"c": -1.0})
+
+    @register_estimator("check_run_test", replace=True)
+    @dataclass(frozen=True)
+    class Strict(Lenient):
+        """Refuses c ≤ 0."""
+
+        def check(self):
+            if not self.c > 0:
+                raise ValueError(f"c must be > 0, got {self.c}")
+
+    with pytest.raises(ValueError, match=r"^estimator_kwargs: c must be > 0"):
+        config.replace(seed=1)
+
+
 def test_config_and_build_import_one_way():
     """``config`` → ``components`` ← ``build`` → ``config``: no loop, not even for annotations."""
     root = pathlib.Path(components.__file__).parent
