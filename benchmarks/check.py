@@ -1,7 +1,7 @@
 """The cost of a first ``sandbox check`` on a fresh clone: one check on the quick battery into an
 empty results folder, against the target of ≤ 5 minutes on 2 cores (issue 34).
 
-The built-ins' results on ``quick`` are committed (``sandbox/check/builtins-quick.parquet``) and
+The built-ins' results on ``quick`` are committed (``sandbox/scoring/builtins-quick.parquet``) and
 restored into the fresh folder by the check itself, so it computes only the configuration's own
 jobs and the best built-in on its deployment cells. Wall time, on ``--workers`` processes (one torch
 thread each); on a shared machine it includes waiting for the CPU, so the computed jobs' own CPU
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.check import builtin_data
+from sandbox.scoring import builtin_data
 from sandbox.cli import main as sandbox_main
 from sandbox.scoring.battery import as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe

@@ -29,6 +29,26 @@ def int_at_least(low: int):
     return parse
 
 
+class LazyChoices:
+    """argparse ``choices`` read from ``load()`` on first use, so that building the parser imports
+    nothing heavy (give the option a ``metavar``: argparse then reads the choices only for help and
+    errors)."""
+
+    def __init__(self, load) -> None:
+        self._load, self._values = load, None
+
+    def _get(self) -> list:
+        if self._values is None:
+            self._values = list(self._load())
+        return self._values
+
+    def __contains__(self, value) -> bool:
+        return value in self._get()
+
+    def __iter__(self):
+        return iter(self._get())
+
+
 def writable_file(path: str, option: str) -> Path:
     """Check, before any work, that ``path`` can be written (its folder exists and is writable)."""
     check_path_given(path, option)
@@ -182,7 +202,6 @@ def _owner(parents: list[str], data: dict):
     if len(parents) > 1:
         return None
     defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
-    registries = _registries()
     field_of = {"task_kwargs": "task", "estimator_kwargs": "estimator", "advantage_kwargs": "advantage"}
     if parents[0] == "staleness":
         from sandbox.frictions import DelaySchedule
@@ -190,17 +209,20 @@ def _owner(parents: list[str], data: dict):
         return DelaySchedule
     name = field_of.get(parents[0])
     entry = data.get(name, defaults.get(name)) if name else None
-    registry = registries.get(name)
+    registry = _registry(name, entry)
     return registry.get(entry) if registry is not None and isinstance(entry, str) and entry in registry else None
 
 
-def _registries() -> dict:
+def _registry(name: str | None, entry):
+    """The registry of the RunConfig field ``name`` (None for another field); the tasks' entry
+    points are read only when ``entry`` is a task not registered yet (a plugin's may be)."""
     from sandbox.advantages import ADVANTAGES
     from sandbox.estimators import ESTIMATORS
     from sandbox.tasks import TASKS, load_tasks
 
-    load_tasks()
-    return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}
+    if name == "task" and isinstance(entry, str) and entry not in TASKS:
+        load_tasks()
+    return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}.get(name)
 
 
 def set_value(cls, name: str, text: str):

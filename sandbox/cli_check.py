@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sandbox.cli_args import check_run_options, device_option, use_device, writable_dir
+from sandbox.cli_args import LazyChoices, check_run_options, device_option, use_device, writable_dir
 
 
 def add_check_parser(sub) -> None:
-    """``sandbox check CONFIG``: a verl or TRL configuration on its own frictions, against the built-ins."""
-    from sandbox.check.mapping import PRECISIONS
+    """``sandbox check CONFIG``: a verl or TRL configuration on its own frictions, against the built-ins.
+    Nothing of ``sandbox.check`` is imported here (it pulls in scipy): the precisions are read when
+    ``--precision`` is given or help is printed."""
     from sandbox.scoring.recipes import DEFAULT_AGAINST
+
+    def precisions() -> list[str]:
+        from sandbox.check.mapping import PRECISIONS
+
+        return list(PRECISIONS)
 
     p = sub.add_parser("check", help="score a verl or TRL configuration on its own deployment's frictions")
     p.add_argument("config", help="a verl trainer YAML (nested or dotted keys) or a TRL GRPOConfig as YAML/JSON")
@@ -25,8 +31,8 @@ def add_check_parser(sub) -> None:
     p.add_argument("--out", default=None, help="report folder (default: checks/CONFIG-BATTERY)")
     p.add_argument("--ignore", action="extend", nargs="+", default=[], metavar="KEY",
                    help="check the rest of the config without KEY (a key we do not model); repeatable")
-    p.add_argument("--precision", choices=list(PRECISIONS), default=None,
-                   help="add the sampler/learner precision mismatch (the sampler's parameters in this dtype); "
+    p.add_argument("--precision", choices=LazyChoices(precisions), default=None, metavar="PRECISION",
+                   help="%(choices)s: add the sampler/learner precision mismatch (the sampler's parameters in this dtype); "
                         "default: bf16 for a config with a rollout correction, else none; off: none")
     p.add_argument("--deployment-against", choices=["cached", "best", "all", "framework"], default="cached",
                    help="the rivals on the deployment cells: the built-ins already computed there (default; none on "

@@ -32,6 +32,16 @@ def test_seeds_become_separate_runs_for_one_model_per_run_tasks():
     assert all("population" not in c.task_kwargs for c in configs)
 
 
+def test_every_task_declares_whether_its_seeds_need_one_model_each():
+    from sandbox.tasks import TASKS, load_tasks
+    from sandbox.tasks.base import Task
+
+    load_tasks()
+    assert Task.one_model_per_run is False  # declared on the protocol, read without a getattr default
+    separate = {name for name in TASKS.names() if TASKS.get(name).one_model_per_run}
+    assert "hf_text" in separate and "bandit" not in separate and "sequences" not in separate
+
+
 def test_an_async_run_has_its_own_id_and_the_address_is_not_part_of_it():
     config = RunConfig(task="bandit", steps=5)
     sync = run_job(config).id

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from sandbox.check import builtin_data
+from sandbox.scoring import builtin_data
 from sandbox.check.alarms import alarm_line
 from sandbox.check.alternatives import alternatives
 from sandbox.check.deployment import deployment_battery
@@ -57,7 +57,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     top-p/top-k with the engine's log-probs, group size, reuse, partial rollouts, and with
     ``precision='bf16'`` a precision mismatch) on the environments of ``battery`` (``quick``,
     ``standard``, or battery data); score it there and on ``battery`` against ``against`` (cached
-    built-ins are reused; on ``quick`` they are committed, ``sandbox.check.builtin_data``). On the
+    built-ins are reused; on ``quick`` they are committed, ``sandbox.scoring.builtin_data``). On the
     deployment cells the configuration meets the built-ins whose results the store holds there
     (``deployment_against='cached'``: none on a first check, which so computes only the
     configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), all (``'all'``), or

@@ -23,24 +23,26 @@ if TYPE_CHECKING:
     from sandbox.jobs.sweep import Job
 
 
-def _timed(job: Job, **options) -> tuple[pd.DataFrame, dict, dict]:
+def _timed(job: Job, stamp: bool = True, **options) -> tuple[pd.DataFrame, dict, dict]:
     """Run ``job`` (``options``: its function's keywords that are not part of the job, e.g.
     ``progress``); its frame, its cost — wall ``seconds``, this process's ``cpu_seconds`` and
     ``ray`` when Ray is up in this process (its workers' CPU time is not counted here): what
     ``sandbox.jobs.costs`` estimates the next sweeps' time from — and the code that made it, with
-    the fingerprints of the components it built (``sandbox.core.usage``)."""
+    the fingerprints of the components it built (``sandbox.core.usage``); with ``stamp=False``
+    (nothing will be stored) no code stamp: its fingerprints run canaries, ≈ 0.1 s a run."""
     start, cpu = time.perf_counter(), time.process_time()
     with recording() as used:
         frame = job.run(**options)
     cost = {"seconds": round(time.perf_counter() - start, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
     ray = sys.modules.get("ray")
-    return frame, {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost, job_code(used)
+    cost = {**cost, "ray": True} if ray is not None and ray.is_initialized() else cost
+    return frame, cost, job_code(used) if stamp else {}
 
 
 def _run_and_write(job: Job, store: ResultsStore | None, **options) -> tuple[pd.DataFrame, Path | None]:
     """Run one job and write its result (atomically) to ``store`` (nowhere without one): its frame
     and its file."""
-    frame, cost, code = _timed(job, **options)
+    frame, cost, code = _timed(job, stamp=store is not None, **options)
     return frame, None if store is None else store.write(job.id, frame, {**job.metadata, **cost}, code)
 
 

@@ -196,14 +196,15 @@ def static_components(params: dict) -> set[str] | None:
     """The components a job's run configs build (what it records when it runs, found without
     running it), or None when its parameters hold no run config."""
     from sandbox.core.usage import recording
+    from sandbox.runtime.build import build
     from sandbox.runtime.config import RunConfig
 
     configs = configs_in(params)
     if not configs:
         return None
-    with recording() as used:
+    with recording() as used:  # a config's validation notes nothing: its build notes what a run makes
         for config in configs:
-            RunConfig.from_dict(config)
+            build(RunConfig.from_dict(config))
     return used
 
 

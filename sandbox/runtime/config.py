@@ -17,6 +17,8 @@ from sandbox.core.validation import (
     check_range,
     short_repr,
 )
+from sandbox.runtime.components import check_run, make_optimizer, task_class
+from sandbox.runtime.optim import OPTIMIZERS
 
 PROXIMAL = ("auto", "behavior", "recompute")
 #: the largest seed: a run's seed is stored in the int64 columns of its result (2**64 trained, then
@@ -103,9 +105,11 @@ class RunConfig:
     label: str = ""
 
     def __post_init__(self) -> None:
-        """Validate every field and build (cheaply) every component — task, estimator, advantage,
-        controllers, frictions, delay schedule, optimiser — so that a bad value fails here, as one
-        ``ValueError`` line naming the field, not steps into a run (or never: ``steps=1.5``)."""
+        """Validate every field, and every component by making it once — task, estimator, advantage,
+        controllers, frictions, delay schedule (``sandbox.runtime.components.check_run``, which
+        builds no run and checks an equal config once per process) — so that a bad value fails
+        here, as one ``ValueError`` line naming the field, not steps into a run (or never:
+        ``steps=1.5``)."""
         for f in dataclasses.fields(self):
             object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
         self._resolve_task_defaults()
@@ -132,27 +136,22 @@ class RunConfig:
                 if not (isinstance(e, (tuple, list)) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)):
                     raise ValueError(f"{name} entries must be (name, kwargs) pairs, got {short_repr(e)}")
             object.__setattr__(self, name, tuple((n, kw) for n, kw in entries))
-        self._build_components()
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        make_optimizer(self.optimizer, self.lr, self.optimizer_kwargs)
+        check_run(**{name: getattr(self, name) for name in (
+            "task", "task_kwargs", "estimator", "estimator_kwargs", "advantage", "advantage_kwargs", "controllers",
+            "frictions", "staleness", "steps", "history")})
+        devices = task_class(self.task).devices
+        if self.device.split(":")[0] not in devices:
+            raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
 
     def _resolve_task_defaults(self) -> None:
         """advantage / optimizer / lr left as None take the task's declared defaults."""
-        from sandbox.runtime.build import wrap
-        from sandbox.tasks import TASKS, load_tasks
-
-        if isinstance(self.task, str) and self.task not in TASKS:
-            load_tasks()
         missing = [name for name in ("advantage", "optimizer", "lr") if getattr(self, name) is None]
         if missing:
-            task = wrap("task", TASKS.get, self.task)
+            task = task_class(self.task)
             for name in missing:
                 object.__setattr__(self, name, getattr(task, f"default_{name}"))
-
-    def _build_components(self) -> None:
-        from sandbox.runtime.build import build
-
-        devices = type(build(self).task).devices
-        if self.device.split(":")[0] not in devices:
-            raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
 
     def to_dict(self) -> dict[str, Any]:
         data = _freeze(dataclasses.asdict(self))

@@ -10,6 +10,7 @@ import pandas as pd
 from sandbox.core.validation import check_writable_dir
 from sandbox.jobs.store import ResultsStore
 from sandbox.jobs.sweep import BACKENDS, check_workers
+from sandbox.scoring import builtin_data
 from sandbox.scoring.battery import Battery, as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write
@@ -43,7 +44,9 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     ``diverged``). ``frame.attrs`` holds the scorecard
     summary and the job counts (total, reused, computed). With ``out``, writes
     ``scorecard.png|md|json`` there. Built-ins are reused from the results store
-    (``results/scores``) when the battery version and code version match.
+    (``results/scores``) when the battery version and code version match; on a battery whose
+    built-ins ship with the package (``quick``: ``sandbox.scoring.builtin_data``) they are restored
+    into the store first, so a first score on a fresh clone computes only ``name``'s jobs.
 
     ``settings``: ``{"eta": 0.5}`` — estimator hyperparameters, or the recipe keys ``advantage``,
     ``advantage_kwargs``, ``controllers``.
@@ -59,8 +62,11 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     if label is not None or settings:
         recipe = type(recipe)(**{**recipe.__dict__, "name": label or _label(name, settings)})
     baselines = [make_recipe(m) for m in parse_methods("against", against) if not (m == recipe.name and not settings)]
-    frame = score_recipe(recipe, bat, baselines, default_store(results), plugins, backend=backend, workers=workers,
-                         progress=progress, ray_address=ray_address)
+    store = default_store(results)
+    kept = builtin_data.restore(bat, [recipe, *baselines], store)  # the committed built-ins: none recomputed
+    frame = score_recipe(recipe, bat, baselines, store, plugins, backend=backend, workers=workers,
+                         progress=progress, ray_address=ray_address, keep=kept,
+                         fallback=builtin_data.fallback_costs(bat, bat, [recipe, *baselines]))
     if out is not None:
         write(frame.attrs["scorecard"], frame, out, code_version())
     return frame

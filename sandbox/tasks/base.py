@@ -114,6 +114,8 @@ class Task(ABC):
     default_lr: ClassVar[float] = 1e-3
     #: the device types its tensors may live on (``RunConfig.device``)
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: its seeds cannot share one batched model: ``sandbox run --seeds N`` makes N runs, not a population
+    one_model_per_run: ClassVar[bool] = False
 
     def __init__(self, environment: Environment, policy: Policy, objective: Objective = PLAIN, *,
                  population: int = 1, frictions: FrictionStack | None = None, temperature: float = 1.0,

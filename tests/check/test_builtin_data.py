@@ -1,4 +1,4 @@
-"""The committed built-ins (sandbox/check/builtin_data.py) on the tiny battery of conftest.py: exported
+"""The committed built-ins (sandbox/scoring/builtin_data.py) on the tiny battery of conftest.py: exported
 from one results folder, a check in a fresh folder restores them and computes only the
 configuration's jobs (the built-ins on the deployment cells when asked, or once cached); --dry-run
 costs every job from measured costs (never "unknown") and writes nothing."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import sandbox.check.builtin_data as builtin_data
+import sandbox.scoring.builtin_data as builtin_data
 from sandbox.check import check
 from sandbox.check.api import dry_run
 from sandbox.scoring.battery import build

@@ -112,10 +112,13 @@ def test_a_plugin_that_replaces_a_builtin_is_another_method_in_the_store(tmp_pat
 
 
 def test_component_keys_carry_the_settings_that_select_code_paths():
-    with recording() as used:
-        RunConfig(task="reverse_copy", task_kwargs={"H": 2, "backward": "screened", "width": 16},
-                  estimator="kondo", estimator_kwargs={"pct": 0.5, "priority": "uniform"},
-                  staleness={"kind": "fixed", "D": 2, "admission": "drop", "budget": 1})
+    from sandbox.runtime.build import build
+
+    config = RunConfig(task="reverse_copy", task_kwargs={"H": 2, "backward": "screened", "width": 16},
+                       estimator="kondo", estimator_kwargs={"pct": 0.5, "priority": "uniform"},
+                       staleness={"kind": "fixed", "D": 2, "admission": "drop", "budget": 1})
+    with recording() as used:  # a run's components are noted where they are built (validation notes none)
+        build(config)
     assert {'task:reverse_copy[backward="screened"]', 'estimator:kondo[priority="uniform"]',
             'staleness:fixed[admission="drop"]', "runtime:loop"} <= used, used
     key = component_key("task", "mnist", {"probes": ["a", "b"], "behavior": "true"})
@@ -162,7 +165,9 @@ def test_what_a_job_records_at_run_time_includes_what_its_config_builds(tmp_path
     run_sweep(jobs, store, workers=1, progress=False)
     for job in jobs:
         recorded = set(store.code(job.id)["fingerprints"])
-        assert fingerprints.static_components(job.params) <= recorded, job.params
+        found = fingerprints.static_components(job.params)
+        assert found and found <= recorded, job.params
+        assert {f"task:{job.params['task']}", "runtime:loop"} <= {k.partition("[")[0] for k in found}
     assert fingerprints.static_components({"n_adv": 41}) is None  # no run config: such a job is run again to know
 
 

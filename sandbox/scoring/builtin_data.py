@@ -1,13 +1,14 @@
 """The built-ins' results on the shipped batteries, committed (``builtins-quick.parquet`` beside this
-file) so that a first ``sandbox check`` on a fresh clone computes only the configuration's jobs.
+file) so that a first ``sandbox score NEW`` or ``sandbox check`` on a fresh clone computes only the
+new estimator's or the configuration's jobs.
 
 They are deterministic for a code version: ``export`` writes the stored results of the default
 built-ins (``DEFAULT_AGAINST``) on a battery into one compact file with the paper tier's format
 (``sandbox.analysis.figure_data``: the frames, each job's metadata and code stamp); ``restore``
-writes the ones a check needs back into its results store, exactly as they were stored, where the
+writes the ones a score or a check needs back into its results store, exactly as they were stored, where the
 store lacks them. Their job ids carry the scoring stamp (package version + ``NUMERICS``), so a
-change of numbers makes new ids and the committed file simply stops matching: the check computes
-them then, and ``python benchmarks/check.py --export`` rewrites the file.
+change of numbers makes new ids and the committed file simply stops matching: a score or check
+computes them then, and ``python benchmarks/check.py --export`` rewrites the file.
 
 Their stored CPU seconds are also what a check's cost line is made from (``fallback_costs``): a
 deployment cell never run before costs what the same environment's committed cells cost.
