@@ -18,9 +18,9 @@ import torch
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner
+from tests.golden.tolerance import FROZEN  # the CPU capability the data were frozen on
 
 DATA = Path(__file__).parent / "data"
-from tests.golden.tolerance import FROZEN  # the CPU capability the data were frozen on
 STEPS = 4
 
 TINY_SEQ = dict(H=3, width=16, heads=2, layers=1, mlp=32, prompts_per_step=3, samples_per_prompt=3,
