@@ -22,6 +22,9 @@ PROXIMAL = ("auto", "behavior", "recompute")
 #: the largest seed: a run's seed is stored in the int64 columns of its result (2**64 trained, then
 #: its result could not be written)
 SEED_MAX = 2**63 - 1
+#: log points beyond steps + 1 log no step more (each step is logged once) but were allocated
+#: (log_points = 10**12 asked for 7.28 TiB); the default is always allowed, and at most 2**20
+LOG_POINTS, MAX_LOG_POINTS = 30, 2**20
 HISTORY = ("params", "rollouts")
 
 
@@ -95,7 +98,7 @@ class RunConfig:
     history: str = "params"
     seed: int = 0
     steps: int = 100
-    log_points: int = 30
+    log_points: int = LOG_POINTS
     device: str = "cpu"
     label: str = ""
 
@@ -107,7 +110,7 @@ class RunConfig:
             object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
         self._resolve_task_defaults()
         check_int("steps", self.steps, low=0)
-        check_int("log_points", self.log_points, low=1)
+        check_int("log_points", self.log_points, low=1, high=max(LOG_POINTS, min(self.steps + 1, MAX_LOG_POINTS)))
         check_int("seed", self.seed, low=0, high=SEED_MAX)  # stored in int64 columns of every result
         check_range("lr", self.lr, low=0.0, low_open=True)
         for name in ("task", "estimator", "advantage", "optimizer", "label"):
@@ -147,9 +150,16 @@ class RunConfig:
     def _build_components(self) -> None:
         from sandbox.runtime.build import build
 
-        devices = type(build(self).task).devices
+        built = build(self)
+        devices = type(built.task).devices
         if self.device.split(":")[0] not in devices:
             raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
+        for step in sorted({0, 1, max(self.steps - 1, 0)}):  # a delay that cannot be drawn fails here, not at step 0
+            try:
+                built.frictions.delay(step, self.seed)
+            except ArithmeticError as err:  # geometric p = 5e-324: an infinite draw
+                raise ValueError(f"staleness: its delay cannot be drawn at step {step} ({type(err).__name__}: {err}); "
+                                 f"use settings whose delays are finite") from None
 
     def to_dict(self) -> dict[str, Any]:
         data = _freeze(dataclasses.asdict(self))
