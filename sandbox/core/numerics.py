@@ -8,7 +8,8 @@ changes none keeps every result (and the committed paper-tier data) valid. ``NUM
 beside them and must match too: bump it for a change of numbers no canary can see (a code path
 selected by a numeric setting, a job function's own arithmetic outside the components), and every
 result is recomputed. The golden runs (``tests/golden``: every task under staleness and each
-friction, bit for bit) are the check that numbers did not change; ``tests/golden/test_numerics.py``
+friction, within the float32 tolerance of ``tests/golden/tolerance.py``) are the check that numbers
+did not change; ``tests/golden/test_numerics.py``
 records a hash of their values beside ``NUMERICS`` and fails when the golden data are re-frozen
 without ``NUMERICS`` being bumped (say so in the commit).
 """

@@ -227,6 +227,17 @@ def changed(stored: dict[str, str], portable: dict[str, str] | None = None,
     return out
 
 
+def portable_stamp(code: dict) -> dict | None:
+    """A result's ``code`` stamp written before portable fingerprints, with them and this
+    ``platform()`` added — only where this machine reproduces its exact fingerprints (the same
+    canary bits, so the portable ones are theirs); None where it does not, or nothing is to add.
+    For re-stamping committed data so that other CPUs judge it by its portable fingerprints."""
+    prints = code.get("fingerprints")
+    if not prints or "portable" in code or changed(prints):
+        return None
+    return {**code, "portable": portable_fingerprints(prints), "platform": platform()}
+
+
 def configs_in(params: dict) -> list[dict]:
     """The run configs a job's parameters hold: the parameters themselves when they name a task
     (RunConfig fields, perhaps beside others such as a Ray ``async_config``), and every dict value
@@ -265,4 +276,4 @@ def reset() -> None:
 
 
 __all__ = ["SHARED", "changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "platform",
-           "portable_fingerprint", "portable_fingerprints", "reset", "shared_fingerprints", "static_components"]
+           "portable_fingerprint", "portable_fingerprints", "portable_stamp", "reset", "shared_fingerprints", "static_components"]

@@ -14,19 +14,31 @@ stamp alone.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pandas as pd
+
+
+def job_hash(fn: str, params: dict, threads: int = 1) -> str:
+    """A job's id (``sandbox.jobs.sweep.Job.id``): sha256 of its function and canonical parameters
+    (and its thread count when not 1: one thread hashes as before threads were part of a job)."""
+    from sandbox.runtime.config import _freeze  # (here: the store, which imports this, stays light)
+
+    payload = {"fn": fn, "params": _freeze(params)}
+    if threads != 1:
+        payload["threads"] = threads
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def definition_hash(metadata: dict) -> str | None:
     """The job id the definition in ``metadata`` hashes to (None when it holds none)."""
     if not isinstance(metadata, dict) or not isinstance(metadata.get("fn"), str) or not isinstance(metadata.get("params"), dict):
         return None
-    from sandbox.jobs.sweep import Job  # (the sweep imports the store: resolved at call time)
-
     threads = metadata.get("threads", 1)
     try:
-        return Job(metadata["fn"], metadata["params"], threads=threads if isinstance(threads, int) else 1).id
-    except (TypeError, ValueError):
+        return job_hash(metadata["fn"], metadata["params"], threads if isinstance(threads, int) else 1)
+    except (TypeError, ValueError):  # parameters JSON cannot hold: no definition
         return None
 
 
@@ -60,4 +72,4 @@ def mismatch(job_id: str, stamp: dict | None, metadata: dict, rows: pd.Series | 
     return f"another job's result in the place of job {job_id}: {'; '.join(others)}" if others else ""
 
 
-__all__ = ["definition_hash", "identity", "mismatch"]
+__all__ = ["definition_hash", "identity", "job_hash", "mismatch"]

@@ -97,3 +97,12 @@ def test_on_its_own_platform_a_result_is_judged_by_its_exact_fingerprints(tmp_pa
     without = {k: v for k, v in code.items() if k not in ("portable", "platform")}  # written before issue 46
     _restamp(store, job, without, fingerprints={**code["fingerprints"], "estimator:dg": "0" * 16})
     assert run_sweep([job], store, workers=1, progress=False).changed == {"estimator:dg": 1}
+
+
+def test_an_old_stamp_gains_portable_fingerprints_only_where_its_exact_ones_are_reproduced():
+    keys = ["estimator:dg", "task:bandit"]
+    old = {"version": "x", "numerics": 1, "fingerprints": fingerprints.fingerprints(keys)}
+    stamped = fingerprints.portable_stamp(old)
+    assert stamped == {**old, "portable": fingerprints.portable_fingerprints(keys), "platform": fingerprints.platform()}
+    assert fingerprints.portable_stamp(stamped) is None  # nothing more to add
+    assert fingerprints.portable_stamp({**old, "fingerprints": {**old["fingerprints"], "task:bandit": "0" * 16}}) is None
