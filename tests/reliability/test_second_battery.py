@@ -91,3 +91,15 @@ def test_r10_a_deep_config_is_one_line_not_a_recursion_error(tmp_path, capsys):
     assert re.search(r"--config .*deep\.json: nested deeper than 100 levels \(at character 100\)", line), line
     line = error_line(capsys, "run", "--set", "task_kwargs=" + "[" * 5000 + "]" * 5000)
     assert "nested deeper than 100 levels" in line and "RecursionError" not in line, line
+
+
+def test_r8_seeds_the_machine_cannot_hold_are_one_line_before_any_job(tmp_path):
+    from sandbox.scoring import score
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        score("dg", seeds=100_000, results=tmp_path / "r", workers=1, progress=False)
+    line = str(err.value)
+    assert re.match(r"seeds 100000 on cell '[^']+' \(\w+\): task_kwargs: task '\w+' with population=100000, .* would "
+                    r"need about [\d,.]+ GiB of memory .*more than this machine's", line) and "\n" not in line, line
+    assert time.perf_counter() - start < 30 and not (tmp_path / "r").exists()  # before any job, nothing written
