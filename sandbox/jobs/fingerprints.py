@@ -11,9 +11,12 @@ Every result stores the fingerprints of its components; a result is reused while
 them invalidates exactly the results of the components it changed, which the sweep names.
 
 A component whose canary cannot run here (its data or an optional dependency is missing, or a
-friction without a canary strength) is fingerprinted by its source file's bytes instead. A change
-confined to a code path no canary takes (a setting that is not text or a flag) is not seen:
-``sandbox.core.numerics.NUMERICS``, bumped by hand, still invalidates every result.
+friction without a canary strength) is fingerprinted by its source file's bytes instead. Numeric
+settings select code paths too (DG's KL term only when ``kl_coef`` > 0): an estimator's,
+baseline's and controller's *path fingerprint* hashes its canary with each numeric or flag field
+in turn moved off its value (``canaries.off_values``), and results record it. A path no canary
+takes (a task's or friction's numeric setting) is not seen: ``sandbox.core.numerics.NUMERICS``,
+bumped by hand, still invalidates every result.
 
 Canaries are exact bytes, and the last bits of a float depend on the CPU (its ATen capability sums
 in another order, MKL dispatches by vendor). So each component has two fingerprints: the *exact*
@@ -102,6 +105,13 @@ def portable_fingerprint(key: str) -> str:
     return _fingerprint(key, class_of(kind, name))[1]
 
 
+def path_fingerprint(key: str) -> str:
+    """The path fingerprint of a component key: its canary with each numeric or flag setting in
+    turn moved off its value, portably hashed ('' for kinds whose canary has no such variants)."""
+    kind, name, _ = parse_key(key)
+    return _fingerprint(key, class_of(kind, name))[2]
+
+
 @functools.lru_cache(maxsize=1)
 def platform() -> str:
     """What the last bits of a canary depend on: ATen's CPU capability, the torch build, the CPU model."""
@@ -150,33 +160,34 @@ def _shared_path(key: str, cls: type | None) -> Path | None:
     return Path(folder) / hashlib.sha256(key.encode() + b"\0" + origin(cls).encode()).hexdigest()
 
 
-_known: dict[tuple[str, type | None], tuple[str, str]] = {}  # this process's (exact, portable) fingerprints
+_known: dict[tuple[str, type | None], tuple[str, str, str]] = {}  # this process's (exact, portable, path) fingerprints
 
 
-def _fingerprint(key: str, cls: type | None) -> tuple[str, str]:
+def _fingerprint(key: str, cls: type | None) -> tuple[str, str, str]:
     """Computed once per process; within ``shared_fingerprints``, once per run: taken from the
     run's folder when another process left it there, and left there for the others."""
     shared = _shared_path(key, cls)
     value = _known.get((key, cls))
     if value is None and shared is not None and shared.is_file():
-        value = tuple(shared.read_text().split())
-    if value is None or len(value) != 2:
+        value = tuple(shared.read_text().split(" "))
+    if value is None or len(value) != 3:
         value = _compute(key, cls)
     _known[(key, cls)] = value
     if shared is not None and not shared.is_file():  # written whole, then renamed: never read half-written
         partial = shared.with_name(f"{shared.name}.{os.getpid()}.tmp")
-        partial.write_text(" ".join(value))
+        partial.write_text(" ".join(value))  # (a path fingerprint may be '': split on single spaces)
         partial.replace(shared)
     return value
 
 
-def _compute(key: str, cls: type | None) -> tuple[str, str]:
+def _compute(key: str, cls: type | None) -> tuple[str, str, str]:
     import torch
 
     from sandbox.jobs.canaries import CANARIES, Digests
 
     kind, name, settings = parse_key(key)
     digest = Digests(key.encode() + b"\0" + origin(cls).encode() + b"\0")
+    digest.paths = Digests(key.encode() + b"\0" + origin(cls).encode() + b"\0paths\0")
     exercised = False
     if kind in CANARIES:
         threads = torch.get_num_threads()
@@ -192,8 +203,9 @@ def _compute(key: str, cls: type | None) -> tuple[str, str]:
             torch.set_num_threads(threads)
     if not exercised:
         source = hashlib.sha256(key.encode() + b"\0" + origin(cls).encode() + b"\0src\0" + _source(kind, cls))
-        return source.hexdigest()[:16], source.hexdigest()[:16]
-    return digest.exact.hexdigest()[:16], digest.portable.hexdigest()[:16]
+        return source.hexdigest()[:16], source.hexdigest()[:16], ""
+    paths = digest.paths.portable.hexdigest()[:16] if digest.paths.fed else ""
+    return digest.exact.hexdigest()[:16], digest.portable.hexdigest()[:16], paths
 
 
 def fingerprints(keys: Iterable[str]) -> dict[str, str]:
@@ -206,17 +218,26 @@ def portable_fingerprints(keys: Iterable[str]) -> dict[str, str]:
     return {key: portable_fingerprint(key) for key in sorted(set(keys))}
 
 
+def path_fingerprints(keys: Iterable[str]) -> dict[str, str]:
+    """{key: path fingerprint} for those of ``keys`` that have one, sorted."""
+    return {key: value for key in sorted(set(keys)) if (value := path_fingerprint(key))}
+
+
 def changed(stored: dict[str, str], portable: dict[str, str] | None = None,
-            made_on: str | None = None) -> dict[str, tuple[str, str]]:
+            made_on: str | None = None, paths: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
     """The components whose numbers differ from those of a result: {key: (stored, now)}. ``stored``
     are its exact fingerprints; made on another ``platform()`` (``made_on``), a component whose
     exact fingerprint differs is compared by its ``portable`` one instead (a result that records
-    neither is judged by its exact fingerprints)."""
+    neither is judged by its exact fingerprints). ``paths``: its path fingerprints, compared too
+    (results written before issue 46 have none)."""
     out = {}
+    for key, value in (paths or {}).items():
+        if path_fingerprint(key) != value:
+            out[key] = (value, path_fingerprint(key))
     elsewhere = portable is not None and made_on is not None and made_on != platform()
     for key, value in stored.items():
         now = fingerprint(key)
-        if now == value:
+        if now == value or key in out:
             continue
         if elsewhere and key in portable:
             if portable[key] == portable_fingerprint(key):
@@ -276,4 +297,5 @@ def reset() -> None:
 
 
 __all__ = ["SHARED", "changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "platform",
-           "portable_fingerprint", "portable_fingerprints", "portable_stamp", "reset", "shared_fingerprints", "static_components"]
+           "path_fingerprint", "path_fingerprints", "portable_fingerprint", "portable_fingerprints", "portable_stamp",
+           "reset", "shared_fingerprints", "static_components"]

@@ -30,10 +30,13 @@ class Digests:
 
     def __init__(self, prefix: bytes) -> None:
         self.exact, self.portable, self.floats = hashlib.sha256(prefix), hashlib.sha256(prefix), True
+        self.fed = False
+        self.paths: Digests | None = None  # the component's settings moved off their values (canaries._paths)
 
     def update(self, data: bytes) -> None:
         self.exact.update(data)
         self.portable.update(data)
+        self.fed = True
 
 
 def portable_bytes(t: Tensor, floats: bool = True) -> bytes:
@@ -80,6 +83,7 @@ def feed(digest, obj: Any, where: str = "") -> None:
         else:
             digest.update(exact.numpy().tobytes())
     elif isinstance(digest, Digests) and isinstance(obj, float):
+        digest.fed = True
         digest.exact.update(f"{where}={obj!r};".encode())
         digest.portable.update(f"{where}={_portable_repr(obj)};".encode())
     else:

@@ -35,7 +35,13 @@ import pyarrow.parquet as pq
 
 from sandbox.core.numerics import NUMERICS
 from sandbox.core.processes import HOST, process_alive
-from sandbox.jobs.fingerprints import changed, fingerprints, platform, portable_fingerprints
+from sandbox.jobs.fingerprints import (
+    changed,
+    fingerprints,
+    path_fingerprints,
+    platform,
+    portable_fingerprints,
+)
 from sandbox.jobs.identity import identity, mismatch
 from sandbox.jobs.locks import JobLocks
 
@@ -103,6 +109,7 @@ def job_code(components: Iterable[str] | None = None) -> dict:
         code["fingerprints"] = fingerprints(components)
         code["portable"] = portable_fingerprints(components)  # checked instead on another platform
         code["platform"] = platform()
+        code["paths"] = path_fingerprints(components)  # the code paths its numeric settings select
     return code
 
 
@@ -117,7 +124,7 @@ def code_verdict(code: dict) -> tuple[str, dict[str, tuple[str, str]]]:
     if "fingerprints" in code:
         if code.get("numerics") != NUMERICS:
             return f"NUMERICS was bumped ({code.get('numerics')} → {NUMERICS})", {}
-        moved = changed(code["fingerprints"], code.get("portable"), code.get("platform"))
+        moved = changed(code["fingerprints"], code.get("portable"), code.get("platform"), code.get("paths"))
         return ("the numbers of " + ", ".join(moved) + " changed" if moved else ""), moved
     current = code_version()
     if code.get("version") == current["version"]:

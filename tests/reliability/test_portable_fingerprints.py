@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 KEYS = ["estimator:dg", "estimator:ppo", "estimator:tis[level=\"sequence\"]", "advantage:group_mean",
         "controller:ess_lr", "optimizer:adam", "staleness:uniform", "task:bandit", "task:reverse_copy",
         "friction:bernoulli_reward", "friction:rare_discovery", "runtime:loop"]
-PRINT = "import json,sys;from sandbox.jobs.fingerprints import fingerprint as e, portable_fingerprint as p;" \
-        "print(json.dumps({k: [e(k), p(k)] for k in sys.argv[1:]}))"
+PRINT = "import json,sys;from sandbox.jobs.fingerprints import fingerprint as e, portable_fingerprint as p, " \
+        "path_fingerprint as q;print(json.dumps({k: [e(k), p(k), q(k)] for k in sys.argv[1:]}))"
 
 
 @pytest.fixture(autouse=True)
@@ -44,13 +44,14 @@ def _in_subprocess(**env) -> dict:
 
 @pytest.mark.slow
 def test_portable_fingerprints_agree_under_every_cpu_capability_and_blas_path():
-    here = {k: [fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k)] for k in KEYS}
+    here = {k: [fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k), fingerprints.path_fingerprint(k)]
+            for k in KEYS}
     native = torch.backends.cpu.get_cpu_capability().lower()
     others = [{"ATEN_CPU_CAPABILITY": c} for c in ("default", "avx2") if c != native] + [{"MKL_CBWR": "COMPATIBLE"}]
     for env in others:
         there = _in_subprocess(**env)
-        moved = sorted(k for k in KEYS if there[k][1] != here[k][1])
-        assert not moved, f"{env}: the portable fingerprints of {moved} moved"
+        moved = sorted(k for k in KEYS if there[k][1:] != here[k][1:])
+        assert not moved, f"{env}: the portable or path fingerprints of {moved} moved"
 
 
 def test_portable_bytes_round_away_last_bits_and_keep_a_change():

@@ -103,3 +103,36 @@ def test_r8_seeds_the_machine_cannot_hold_are_one_line_before_any_job(tmp_path):
     assert re.match(r"seeds 100000 on cell '[^']+' \(\w+\): task_kwargs: task '\w+' with population=100000, .* would "
                     r"need about [\d,.]+ GiB of memory .*more than this machine's", line) and "\n" not in line, line
     assert time.perf_counter() - start < 30 and not (tmp_path / "r").exists()  # before any job, nothing written
+
+
+def test_r5_an_edit_on_a_numeric_settings_code_path_recomputes_naming_the_component(tmp_path, monkeypatch, caplog):
+    """Doubling the KL term, taken only when kl_coef > 0, moved no fingerprint (the canaries run at
+    kl_coef = 0) and the stored result was reused; the path fingerprint (each numeric setting in
+    turn off its value) sees it."""
+    from sandbox.core.terms import TokenLoss
+    from sandbox.estimators.base import Estimator
+    from sandbox.jobs import fingerprints
+
+    fingerprints.reset()
+    store = ResultsStore(tmp_path)
+    jobs = [Job.training(RunConfig(task="bandit", task_kwargs={"N": 2, "K": 3, "population": 2}, steps=3,
+                                   log_points=2, estimator=e)) for e in ("dg", "reinforce")]
+    run_sweep(jobs, store, workers=1, progress=False)
+    before = {k: (fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k)) for k in ("estimator:dg",)}
+    penalized = Estimator.penalized_token_loss
+
+    def doubled_kl(self, terms):
+        out = penalized(self, terms)
+        if self.kl_coef == 0:
+            return out
+        sq = (terms.logp - terms.behavior_logp).pow(2)
+        return TokenLoss(out.values + self.kl_coef * sq, out.mask, out.metrics)  # the KL term once more
+
+    monkeypatch.setattr(Estimator, "penalized_token_loss", doubled_kl)
+    fingerprints.reset()
+    assert {k: (fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k)) for k in before} == before
+    with caplog.at_level(logging.WARNING, logger="sandbox.jobs.sweep"):
+        report = run_sweep(jobs, store, workers=1, progress=False)
+    assert report.computed == 2 and set(report.changed) >= {"estimator:dg", "estimator:reinforce"}
+    assert any(r.getMessage().startswith("the numbers of estimator:dg changed") for r in caplog.records)
+    fingerprints.reset()
