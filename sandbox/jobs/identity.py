@@ -33,7 +33,8 @@ def job_hash(fn: str, params: dict, threads: int = 1) -> str:
 
 def definition_hash(metadata: dict) -> str | None:
     """The job id the definition in ``metadata`` hashes to (None when it holds none)."""
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("fn"), str) or not isinstance(metadata.get("params"), dict):
+    fn = metadata.get("fn") if isinstance(metadata, dict) else None
+    if not (isinstance(fn, str) and ":" in fn and isinstance(metadata.get("params"), dict)):  # a job's 'module:function'
         return None
     threads = metadata.get("threads", 1)
     try:
