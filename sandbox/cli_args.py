@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from sandbox.core.validation import unique_pairs
+from sandbox.core.validation import TooDeep, check_nesting, unique_pairs
 
 
 def int_at_least(low: int):
@@ -127,7 +127,9 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 
 def loads(text: str):
-    """``json.loads`` that refuses a key given twice in one object (``DuplicateKey``)."""
+    """``json.loads`` that refuses a key given twice in one object (``DuplicateKey``) and a document
+    nested too deeply for the parser (``TooDeep``)."""
+    check_nesting(text)
     return json.loads(text, object_pairs_hook=_unique_keys)
 
 
@@ -135,7 +137,7 @@ def parse_value(text: str):
     """A ``--set key=value`` value: JSON when it parses (numbers, lists, objects), else the string."""
     try:
         return loads(text)
-    except DuplicateKey as err:
+    except (DuplicateKey, TooDeep) as err:
         raise ValueError(f"--set {text}: {err}") from None
     except json.JSONDecodeError:
         return text
@@ -150,7 +152,7 @@ def read_config_file(path: str) -> dict:
     except UnicodeDecodeError as err:
         raise ValueError(f"--config {path}: not UTF-8 text (byte {err.start} is {err.object[err.start]:#04x}); "
                          "expected a JSON object of RunConfig fields") from None
-    except DuplicateKey as err:
+    except (DuplicateKey, TooDeep) as err:
         raise ValueError(f"--config {path}: {err}") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"--config {path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None

@@ -4,7 +4,9 @@ check what they print.
 A fenced ``python`` or ``bash`` block may be followed (blank lines between, nothing else) by a
 ``text`` block: the output the docs promise. A ``text`` block whose lines start with ``$ `` holds
 commands and their outputs. Matching is exact, line by line with trailing blanks ignored, except
-that ``…`` matches anything: the rest of a line, or, on a line of its own, any number of lines.
+that ``…`` matches anything: the rest of a line, or, on a line of its own, any number of lines,
+and that a float printed with five or more decimals may differ by one in its last digit (another
+CPU rounds otherwise: docs/reliability.md, "Numbers that travel").
 A ``<!-- test: MARKER -->`` comment right above a block names it (``skip: why`` keeps it out of
 the runs, and says why in the docs' source).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +53,25 @@ def blocks(path: Path) -> list[Block]:
     return out
 
 
+#: a printed float with five or more decimals: its last digit may move by one on another CPU
+#: (docs/reliability.md, "Numbers that travel": another capability sums in another order)
+_LONG = re.compile(r"-?\d+\.\d{5,}")
+
+
+def _literal(text: str) -> str:
+    """``text`` as a pattern, each long float in it also matching its last digit ± 1."""
+    out, at = "", 0
+    for number in _LONG.finditer(text):
+        value, step = Decimal(number.group()), Decimal(1).scaleb(-len(number.group().split(".")[1]))
+        options = sorted({str(value + d * step) for d in (-1, 0, 1)} | {number.group()})
+        out += re.escape(text[at:number.start()]) + "(?:" + "|".join(map(re.escape, options)) + ")"
+        at = number.end()
+    return out + re.escape(text[at:])
+
+
 def matches(expected: str, actual: str) -> bool:
-    """``actual`` is what ``expected`` promises (module docstring: ``…`` is a wildcard)."""
+    """``actual`` is what ``expected`` promises (module docstring: ``…`` is a wildcard; a float
+    printed with five or more decimals may differ by one in its last digit)."""
     def norm(s: str) -> str:
         return "\n".join(line.rstrip() for line in s.strip("\n").splitlines())
 
@@ -60,7 +80,7 @@ def matches(expected: str, actual: str) -> bool:
         if line.strip() == "…":
             pattern += r"(?:[^\n]*\n)*?"
             continue
-        pattern += r"[^\n]*".join(re.escape(part) for part in line.split("…")) + r"\n"
+        pattern += r"[^\n]*".join(_literal(part) for part in line.split("…")) + r"\n"
     return re.fullmatch(pattern, norm(actual) + "\n", re.S) is not None
 
 

@@ -46,7 +46,9 @@ def test_check_int_refuses_non_integers(value, kind):
 def test_check_int_range_and_none():
     check_int("n", None, allow_none=True)
     check_int("n", 3, low=3, high=3)
-    check_int("n", 10**400, low=0)  # too large for a float, still an integer
+    check_int("n", 10**400, low=0, high=10**500)  # too large for a float, still an integer
+    with pytest.raises(ValueError, match=r"^n must lie within ±2\*\*62 \(an int64"):  # unbounded above: int64
+        check_int("n", 10**400, low=0)
     with pytest.raises(ValueError, match=r"^n must lie in \[0, 10\]"):
         check_int("n", -(10**400), low=0, high=10)
     with pytest.raises(ValueError, match=r"n must lie in \[1, inf\], got 0"):

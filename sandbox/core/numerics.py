@@ -6,9 +6,11 @@ hashes of seeded canary evaluations), and the store reuses it while they match: 
 changes a component's numbers invalidates that component's results by itself, and a refactor that
 changes none keeps every result (and the committed paper-tier data) valid. ``NUMERICS`` is stored
 beside them and must match too: bump it for a change of numbers no canary can see (a code path
-selected by a numeric setting, a job function's own arithmetic outside the components), and every
-result is recomputed. The golden runs (``tests/golden``: every task under staleness and each
-friction, bit for bit) are the check that numbers did not change; ``tests/golden/test_numerics.py``
+selected by a numeric setting of a task or friction — an estimator's, baseline's and controller's
+are covered by their path fingerprints — or a job function's own arithmetic outside the
+components), and every result is recomputed. The golden runs (``tests/golden``: every task under staleness and each
+friction, within the float32 tolerance of ``tests/golden/tolerance.py``) are the check that numbers
+did not change; ``tests/golden/test_numerics.py``
 records a hash of their values beside ``NUMERICS`` and fails when the golden data are re-frozen
 without ``NUMERICS`` being bumped (say so in the commit).
 """

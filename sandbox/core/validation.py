@@ -127,6 +127,12 @@ def check_range(
         raise ValueError(f"{name} must lie in {lb}{low}, {high}{hb}, got {value}")
 
 
+#: no integer setting (steps, delays, budgets, periods, sizes, seeds …) goes beyond ±2⁶²: results store
+#: them in int64 columns and tensors, and the loop adds them (a step plus a delay, D + 1 draws) —
+#: ``staleness.D = 2**64`` used to train a whole run and then lose it to an ``OverflowError``
+INT_LIMIT = 2**62
+
+
 def check_int(
     name: str,
     value: int | None,
@@ -136,13 +142,42 @@ def check_int(
     allow_none: bool = False,
 ) -> None:
     """Require an integer (Python or numpy; not a bool, not a float such as 1.5 or 2.0) with
-    ``low <= value <= high``. A float is refused even when integral: 2.0 and 2 would hash as
-    different configs, and 1.5 steps never end."""
+    ``low <= value <= high``, and within ±``INT_LIMIT`` where no bound is given. A float is refused even
+    when integral: 2.0 and 2 would hash as different configs, and 1.5 steps never end."""
     if value is None and allow_none:
         return
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ValueError(f"{name} must be an integer, got {type(value).__name__} {short_repr(value)}")
+    if (value > INT_LIMIT and high == math.inf) or (value < -INT_LIMIT and low == -math.inf):  # (explicit bounds: theirs)
+        raise ValueError(f"{name} must lie within ±2**62 (an int64, with room for sums of steps and delays), got "
+                         f"{short_repr(value)}")
     check_range(name, value, low=low, high=high)
+
+
+#: how deeply a JSON or YAML document may nest (a RunConfig nests 4 levels; Python's parsers recurse)
+MAX_NESTING = 100
+
+
+class TooDeep(ValueError):
+    """A document nested deeper than ``MAX_NESTING``."""
+
+
+def check_nesting(text: str, limit: int = MAX_NESTING) -> None:
+    """Refuse JSON (or flow-style YAML) text whose brackets nest deeper than ``limit``, before a
+    recursive parser meets it (a 200,000-deep ``--config`` was a bare ``RecursionError``)."""
+    depth = 0
+    quoted = escaped = False
+    for position, char in enumerate(text):
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                raise TooDeep(f"nested deeper than {limit} levels (at character {position}); a config nests a few")
+        elif char in "]}":
+            depth -= 1
 
 
 def check_choice(name: str, value: object, options: Iterable[object]) -> None:

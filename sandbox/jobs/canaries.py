@@ -13,6 +13,7 @@ feeds the outcome to ``digest`` and returns False where it cannot exercise the c
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,24 +21,7 @@ import torch
 from torch import Tensor
 
 from sandbox.core.terms import PGTerms
-
-
-def feed(digest, obj: Any, where: str = "") -> None:
-    """Hash ``obj`` (tensors, numbers, text, dicts, lists) into ``digest``, names, dtypes and shapes included."""
-    if isinstance(obj, dict):
-        for key in sorted(obj, key=str):
-            feed(digest, obj[key], f"{where}.{key}")
-    elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate(obj):
-            feed(digest, value, f"{where}[{i}]")
-    elif isinstance(obj, Tensor):
-        t = obj.detach().contiguous().cpu()
-        digest.update(f"{where}:{t.dtype}:{tuple(t.shape)}:".encode())
-        if t.dtype in (torch.bfloat16, torch.float16):
-            t = t.view(torch.int16)
-        digest.update(t.numpy().tobytes())
-    else:
-        digest.update(f"{where}={obj!r};".encode())
+from sandbox.jobs.hashing import PORTABLE_BITS, Digests, feed, portable_bytes
 
 
 # ----------------------------------------------------------------------------- toy batches
@@ -149,19 +133,60 @@ def _guarded(digest, label: str, fn: Callable[[], Any]) -> None:
         feed(digest, type(err).__name__, label)
 
 
+def off_values(component) -> list[tuple[str, Any]]:
+    """Each numeric or flag field of ``component`` (a dataclass) moved off its value: a flag
+    flipped, an integer plus one, a float halved (0 → 0.5, ±∞ → 1)."""
+    out = []
+    for f in dataclasses.fields(component):
+        value = getattr(component, f.name)
+        if not f.init or not isinstance(value, (bool, int, float)):
+            continue
+        if isinstance(value, bool):
+            out.append((f.name, not value))
+        elif isinstance(value, int):
+            out.append((f.name, value + 1))
+        else:
+            out.append((f.name, 0.5 if value == 0 else 1.0 if math.isinf(value) else value / 2))
+    return out
+
+
+def _paths(digest, make: Callable, name: str, settings: dict, run: Callable) -> None:
+    """Feed ``digest.paths`` (when the caller asks for it) with ``run(variant, digest, label)`` of
+    the component with each field in turn off its value (``off_values``; one refused says so): a
+    code path a numeric setting selects — DG's KL term, taken only when ``kl_coef`` > 0 — is then
+    in its path fingerprint (``sandbox.jobs.fingerprints``; issue 46, R5)."""
+    if getattr(digest, "paths", None) is None:
+        return
+    for field_name, value in off_values(make(name, **settings)):
+        label = f"{field_name}={value!r}"
+        try:
+            variant = make(name, **{**settings, field_name: value})
+        except (ValueError, TypeError) as err:
+            feed(digest.paths, type(err).__name__, label)
+            continue
+        run(variant, digest.paths, label)
+
+
 def _estimator(name: str, settings: dict, digest) -> bool:
     from sandbox.estimators import make_estimator
 
     estimator = make_estimator(name, **settings)
     for label, kw in (("a", {}), ("b", {"per_token": True, "spread": 0.3, "proximal": True})):
         _guarded(digest, label, lambda kw=kw: estimator_outcome(estimator, toy_terms(**kw)))
+    _paths(digest, make_estimator, name, settings,
+           lambda variant, into, label: _guarded(into, label, lambda: estimator_outcome(variant, toy_terms())))
     return True
 
 
 def _advantage(name: str, settings: dict, digest) -> bool:
     from sandbox.advantages import make_advantage
 
-    advantage = make_advantage(name, **settings)
+    _advantage_outcome(make_advantage(name, **settings), digest, "")
+    _paths(digest, make_advantage, name, settings, _advantage_outcome)
+    return True
+
+
+def _advantage_outcome(advantage, digest, prefix: str) -> None:
     g = torch.Generator().manual_seed(11)
     group = torch.tensor([[0, 0, 0, 1, 1, 1]] * 2)
     extras = {"probs": torch.rand(2, 6, 4, generator=g, dtype=torch.float64).softmax(-1),
@@ -171,23 +196,27 @@ def _advantage(name: str, settings: dict, digest) -> bool:
     needs = {k: v for k, v in extras.items() if k in advantage.needs}
     for label, rewards in (("binary", (torch.rand(2, 6, generator=g) > 0.5).to(torch.float64)),
                            ("real", torch.randn(2, 6, generator=g, dtype=torch.float64))):
-        _guarded(digest, label, lambda rewards=rewards: advantage(rewards, group, **needs))
-    return True
+        _guarded(digest, prefix + label, lambda rewards=rewards: advantage(rewards, group, **needs))
 
 
 def _controller(name: str, settings: dict, digest) -> bool:
     from sandbox.controllers import make_controller
+
+    _controller_outcome(make_controller(name, **settings), digest, "")
+    _paths(digest, make_controller, name, settings, _controller_outcome)
+    return True
+
+
+def _controller_outcome(controller, digest, prefix: str) -> None:
     from sandbox.estimators.base import behavior_diagnostics
 
-    controller = make_controller(name, **settings)
     terms = toy_terms()
     metrics = behavior_diagnostics(terms.logp.detach(), terms.behavior_logp, terms.valid)
     g = torch.Generator().manual_seed(5)
     for step in range(3):
         grads = [torch.randn(2, 3, generator=g, dtype=torch.float64), torch.randn(2, 2, 2, generator=g,
                                                                                   dtype=torch.float64)]
-        _guarded(digest, f"step{step}", lambda grads=grads: dataclasses.asdict(controller.step(grads, terms, metrics, (2,))))
-    return True
+        _guarded(digest, f"{prefix}step{step}", lambda grads=grads: dataclasses.asdict(controller.step(grads, terms, metrics, (2,))))
 
 
 def _optimizer(name: str, settings: dict, digest) -> bool:
@@ -307,12 +336,16 @@ def tiny_run(digest, steps: int = 2, **fields: Any) -> None:
     learner = ActorLearner(config)
     learner.estimator, learner.advantage = _CanaryLoss(), _canary_baseline()
     for step in range(steps):
+        if isinstance(digest, Digests):
+            digest.floats = step == 0  # after the first Adam update: integers only (``Digests``)
         rollout = learner.rollout(step)
         feed(digest, {k: getattr(rollout, k) for k in ("actions", "mask", "behavior_logp", "true_behavior_logp",
                                                        "rewards", "version")}, f"rollout{step}")
         feed(digest, learner.update(step, rollout, diagnostics=step == steps - 1), f"metrics{step}")
         learner.publish(step + 1)
     feed(digest, {"params": learner.params, "evaluate": learner.evaluate(steps)}, "final")
+    if isinstance(digest, Digests):
+        digest.floats = True
 
 
 def _task(name: str, settings: dict, digest) -> bool:
@@ -351,4 +384,5 @@ CANARIES: dict[str, Callable[[str, dict, Any], bool]] = {
     "estimator": _estimator, "advantage": _advantage, "controller": _controller, "optimizer": _optimizer,
     "staleness": _staleness, "task": _task, "friction": _friction, "runtime": _runtime}
 
-__all__ = ["CANARIES", "STRENGTH", "TINY", "check_plugin_estimators", "contract_breach", "estimator_outcome", "feed", "tiny_run", "toy_terms"]
+__all__ = ["CANARIES", "Digests", "PORTABLE_BITS", "STRENGTH", "TINY", "check_plugin_estimators", "contract_breach",
+           "estimator_outcome", "feed", "off_values", "portable_bytes", "tiny_run", "toy_terms"]

@@ -11,9 +11,20 @@ Every result stores the fingerprints of its components; a result is reused while
 them invalidates exactly the results of the components it changed, which the sweep names.
 
 A component whose canary cannot run here (its data or an optional dependency is missing, or a
-friction without a canary strength) is fingerprinted by its source file's bytes instead. A change
-confined to a code path no canary takes (a setting that is not text or a flag) is not seen:
-``sandbox.core.numerics.NUMERICS``, bumped by hand, still invalidates every result.
+friction without a canary strength) is fingerprinted by its source file's bytes instead. Numeric
+settings select code paths too (DG's KL term only when ``kl_coef`` > 0): an estimator's,
+baseline's and controller's *path fingerprint* hashes its canary with each numeric or flag field
+in turn moved off its value (``canaries.off_values``), and results record it. A path no canary
+takes (a task's or friction's numeric setting) is not seen: ``sandbox.core.numerics.NUMERICS``,
+bumped by hand, still invalidates every result.
+
+Canaries are exact bytes, and the last bits of a float depend on the CPU (its ATen capability sums
+in another order, MKL dispatches by vendor). So each component has two fingerprints: the *exact*
+one and a *portable* one (``sandbox.jobs.canaries.Digests``: floats rounded to 2⁻³² of their
+tensor's scale for float64 canaries, 2⁻⁸ for float32 ones, a tiny run's floats after its first
+Adam update left out), and every result records the ``platform()`` that made it. A result is
+checked by its exact fingerprints on its own platform, and by the portable ones on another
+(``changed``): a mixed-CPU cluster, or the committed data on another machine, agree.
 """
 
 from __future__ import annotations
@@ -81,11 +92,42 @@ def _package_source() -> bytes:
 
 
 def fingerprint(key: str) -> str:
-    """The fingerprint of a component key (``sandbox.core.usage.component_key``), 16 hex digits;
-    computed once per process and class (a plugin registered over a name later in the process
-    is fingerprinted afresh)."""
+    """The exact fingerprint of a component key (``sandbox.core.usage.component_key``), 16 hex
+    digits; computed once per process and class (a plugin registered over a name later in the
+    process is fingerprinted afresh)."""
     kind, name, _ = parse_key(key)
-    return _fingerprint(key, class_of(kind, name))
+    return _fingerprint(key, class_of(kind, name))[0]
+
+
+def portable_fingerprint(key: str) -> str:
+    """The portable fingerprint of a component key (the module docstring): the same on every CPU."""
+    kind, name, _ = parse_key(key)
+    return _fingerprint(key, class_of(kind, name))[1]
+
+
+def path_fingerprint(key: str) -> str:
+    """The path fingerprint of a component key: its canary with each numeric or flag setting in
+    turn moved off its value, portably hashed ('' for kinds whose canary has no such variants)."""
+    kind, name, _ = parse_key(key)
+    return _fingerprint(key, class_of(kind, name))[2]
+
+
+@functools.lru_cache(maxsize=1)
+def platform() -> str:
+    """What the last bits of a canary depend on: ATen's CPU capability, the torch build, the CPU model."""
+    import platform as host
+
+    import torch
+
+    model = host.processor() or host.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{torch.backends.cpu.get_cpu_capability()} torch {torch.__version__} {model}"
 
 
 #: the folder through which the processes of one run share their fingerprints (``shared_fingerprints``)
@@ -118,33 +160,34 @@ def _shared_path(key: str, cls: type | None) -> Path | None:
     return Path(folder) / hashlib.sha256(key.encode() + b"\0" + origin(cls).encode()).hexdigest()
 
 
-_known: dict[tuple[str, type | None], str] = {}  # this process's fingerprints
+_known: dict[tuple[str, type | None], tuple[str, str, str]] = {}  # this process's (exact, portable, path) fingerprints
 
 
-def _fingerprint(key: str, cls: type | None) -> str:
+def _fingerprint(key: str, cls: type | None) -> tuple[str, str, str]:
     """Computed once per process; within ``shared_fingerprints``, once per run: taken from the
     run's folder when another process left it there, and left there for the others."""
     shared = _shared_path(key, cls)
     value = _known.get((key, cls))
     if value is None and shared is not None and shared.is_file():
-        value = shared.read_text()
-    if value is None:
+        value = tuple(shared.read_text().split(" "))
+    if value is None or len(value) != 3:
         value = _compute(key, cls)
     _known[(key, cls)] = value
     if shared is not None and not shared.is_file():  # written whole, then renamed: never read half-written
         partial = shared.with_name(f"{shared.name}.{os.getpid()}.tmp")
-        partial.write_text(value)
+        partial.write_text(" ".join(value))  # (a path fingerprint may be '': split on single spaces)
         partial.replace(shared)
     return value
 
 
-def _compute(key: str, cls: type | None) -> str:
+def _compute(key: str, cls: type | None) -> tuple[str, str, str]:
     import torch
 
-    from sandbox.jobs.canaries import CANARIES
+    from sandbox.jobs.canaries import CANARIES, Digests
 
     kind, name, settings = parse_key(key)
-    digest = hashlib.sha256(key.encode() + b"\0" + origin(cls).encode() + b"\0")
+    digest = Digests(key.encode() + b"\0" + origin(cls).encode() + b"\0")
+    digest.paths = Digests(key.encode() + b"\0" + origin(cls).encode() + b"\0paths\0")
     exercised = False
     if kind in CANARIES:
         threads = torch.get_num_threads()
@@ -159,23 +202,61 @@ def _compute(key: str, cls: type | None) -> str:
         finally:
             torch.set_num_threads(threads)
     if not exercised:
-        digest = hashlib.sha256(key.encode() + b"\0" + origin(cls).encode() + b"\0src\0" + _source(kind, cls))
-    return digest.hexdigest()[:16]
+        source = hashlib.sha256(key.encode() + b"\0" + origin(cls).encode() + b"\0src\0" + _source(kind, cls))
+        return source.hexdigest()[:16], source.hexdigest()[:16], ""
+    paths = digest.paths.portable.hexdigest()[:16] if digest.paths.fed else ""
+    return digest.exact.hexdigest()[:16], digest.portable.hexdigest()[:16], paths
 
 
 def fingerprints(keys: Iterable[str]) -> dict[str, str]:
-    """{key: fingerprint} for ``keys``, sorted."""
+    """{key: exact fingerprint} for ``keys``, sorted."""
     return {key: fingerprint(key) for key in sorted(set(keys))}
 
 
-def changed(stored: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """The components whose fingerprint differs from ``stored``: {key: (stored, now)}."""
+def portable_fingerprints(keys: Iterable[str]) -> dict[str, str]:
+    """{key: portable fingerprint} for ``keys``, sorted."""
+    return {key: portable_fingerprint(key) for key in sorted(set(keys))}
+
+
+def path_fingerprints(keys: Iterable[str]) -> dict[str, str]:
+    """{key: path fingerprint} for those of ``keys`` that have one, sorted."""
+    return {key: value for key in sorted(set(keys)) if (value := path_fingerprint(key))}
+
+
+def changed(stored: dict[str, str], portable: dict[str, str] | None = None,
+            made_on: str | None = None, paths: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    """The components whose numbers differ from those of a result: {key: (stored, now)}. ``stored``
+    are its exact fingerprints; made on another ``platform()`` (``made_on``), a component whose
+    exact fingerprint differs is compared by its ``portable`` one instead (a result that records
+    neither is judged by its exact fingerprints). ``paths``: its path fingerprints, compared too
+    (results written before issue 46 have none)."""
     out = {}
+    for key, value in (paths or {}).items():
+        if path_fingerprint(key) != value:
+            out[key] = (value, path_fingerprint(key))
+    elsewhere = portable is not None and made_on is not None and made_on != platform()
     for key, value in stored.items():
         now = fingerprint(key)
-        if now != value:
+        if now == value or key in out:
+            continue
+        if elsewhere and key in portable:
+            if portable[key] == portable_fingerprint(key):
+                continue
+            out[key] = (portable[key], portable_fingerprint(key))
+        else:
             out[key] = (value, now)
     return out
+
+
+def portable_stamp(code: dict) -> dict | None:
+    """A result's ``code`` stamp written before portable fingerprints, with them and this
+    ``platform()`` added — only where this machine reproduces its exact fingerprints (the same
+    canary bits, so the portable ones are theirs); None where it does not, or nothing is to add.
+    For re-stamping committed data so that other CPUs judge it by its portable fingerprints."""
+    prints = code.get("fingerprints")
+    if not prints or "portable" in code or changed(prints):
+        return None
+    return {**code, "portable": portable_fingerprints(prints), "platform": platform()}
 
 
 def configs_in(params: dict) -> list[dict]:
@@ -216,5 +297,6 @@ def reset() -> None:
     _known.clear()
 
 
-__all__ = ["SHARED", "changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "reset",
-           "shared_fingerprints", "static_components"]
+__all__ = ["SHARED", "changed", "class_of", "configs_in", "fingerprint", "fingerprints", "origin", "platform",
+           "path_fingerprint", "path_fingerprints", "portable_fingerprint", "portable_fingerprints", "portable_stamp",
+           "reset", "shared_fingerprints", "static_components"]

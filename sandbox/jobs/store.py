@@ -1,14 +1,14 @@
 """One tidy parquet file per job, named by the job's hash, written atomically and verifiable.
 
 Every result carries, in its parquet schema, the caller's metadata, the code that made it (package
-version and a hash of the ``sandbox/`` sources) and a checksum over all of that and the data.
-``state(job_id)`` is 'missing', 'corrupt' (unreadable or checksum mismatch), 'stale' (other code,
+version and a hash of the ``sandbox/`` sources), its identity (the job it is the result of:
+``sandbox.jobs.identity``) and a checksum over all of that and the data. ``state(job_id)`` is
+'missing', 'corrupt' (unreadable, checksum mismatch, or another job's result), 'stale' (other code,
 or written before results carried provenance) or 'ok'. Writes go to a temporary file (named by
 host and pid, mode 0644 under the umask), are fsynced and renamed into place (``os.replace`` is
 atomic on POSIX): a killed writer leaves a complete file or a temporary one, which
-``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file (O_EXCL, owner
-host/pid/start time); a lock whose owner is dead is stale and taken over, with a warning (another
-host's owner cannot be checked: ``run_sweep`` waits for it, up to its ``lock_timeout``).
+``clean_temp`` removes once its writer is dead. ``claim`` takes a job's lock file
+(``sandbox.jobs.locks``: a dead owner's lock is taken over).
 
 The small JSON files derived from results (a figure's claims, its notebook's execution record)
 are kept the same way by ``write_record`` / ``read_record``: written atomically with the code that
@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,13 +34,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sandbox.core.numerics import NUMERICS
-from sandbox.core.processes import HOST, process_alive, start_time
-from sandbox.jobs.fingerprints import changed, fingerprints
+from sandbox.core.processes import HOST, process_alive
+from sandbox.jobs.fingerprints import (
+    changed,
+    fingerprints,
+    path_fingerprints,
+    platform,
+    portable_fingerprints,
+)
+from sandbox.jobs.identity import identity, mismatch
+from sandbox.jobs.locks import JobLocks
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS", "results"))
-_USER, _CODE, _SUM = b"sandbox", b"sandbox_code", b"sandbox_checksum"
+#: ``$SANDBOX_RESULTS``, or ``results``; set but empty it counts as unset (it meant the current folder: issue 46, R6)
+DEFAULT_ROOT = Path(os.environ.get("SANDBOX_RESULTS") or "results")
+_USER, _CODE, _SUM, _ID = b"sandbox", b"sandbox_code", b"sandbox_checksum", b"sandbox_identity"
 
 
 #: modules that only present stored results (command line, claims, statistics, plots, CLAIMS.md, the
@@ -97,7 +105,11 @@ def job_code(components: Iterable[str] | None = None) -> dict:
                 modules[rel] = _file_hash(path)
     code = {**code_version(), "numerics": NUMERICS, "modules": dict(sorted(modules.items()))}
     if components is not None:
+        components = list(components)
         code["fingerprints"] = fingerprints(components)
+        code["portable"] = portable_fingerprints(components)  # checked instead on another platform
+        code["platform"] = platform()
+        code["paths"] = path_fingerprints(components)  # the code paths its numeric settings select
     return code
 
 
@@ -112,7 +124,7 @@ def code_verdict(code: dict) -> tuple[str, dict[str, tuple[str, str]]]:
     if "fingerprints" in code:
         if code.get("numerics") != NUMERICS:
             return f"NUMERICS was bumped ({code.get('numerics')} → {NUMERICS})", {}
-        moved = changed(code["fingerprints"])
+        moved = changed(code["fingerprints"], code.get("portable"), code.get("platform"), code.get("paths"))
         return ("the numbers of " + ", ".join(moved) + " changed" if moved else ""), moved
     current = code_version()
     if code.get("version") == current["version"]:
@@ -133,13 +145,14 @@ def same_code(code: dict) -> bool:
 def _digest(table: pa.Table) -> str:
     """sha256 over the schema's sandbox metadata, the column names and types, and every value."""
     meta = table.schema.metadata or {}
-    return frame_digest(table.to_pandas(), meta.get(_USER, b""), meta.get(_CODE, b""))
+    return frame_digest(table.to_pandas(), meta.get(_USER, b""), meta.get(_CODE, b""), meta.get(_ID, b""))
 
 
-def frame_digest(frame: pd.DataFrame, metadata: bytes, code: bytes) -> str:
-    """The checksum a result carries: sha256 over its metadata and code (JSON bytes, as stored),
-    the column names and dtypes, and every value (``pd.util.hash_pandas_object``)."""
-    digest = hashlib.sha256(metadata + b"\0" + code + b"\0")
+def frame_digest(frame: pd.DataFrame, metadata: bytes, code: bytes, identity: bytes = b"") -> str:
+    """The checksum a result carries: sha256 over its metadata, code and identity (JSON bytes, as
+    stored; no identity in results written before issue 46), the column names and dtypes, and every
+    value (``pd.util.hash_pandas_object``)."""
+    digest = hashlib.sha256(metadata + b"\0" + code + b"\0" + (identity + b"\0" if identity else b""))
     digest.update(str([(name, str(dtype)) for name, dtype in frame.dtypes.items()]).encode())
     try:
         values = pd.util.hash_pandas_object(frame, index=False)
@@ -223,7 +236,7 @@ class Verdict:
     changed: dict = field(default_factory=dict)
 
 
-class ResultsStore:
+class ResultsStore(JobLocks):
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else DEFAULT_ROOT
         self.root.mkdir(parents=True, exist_ok=True)
@@ -238,11 +251,12 @@ class ResultsStore:
     def write(self, job_id: str, frame: pd.DataFrame, metadata: dict | None = None,
               code: dict | None = None) -> Path:
         """Atomically write ``frame`` with ``metadata`` (JSON), ``code`` (default: this process's
-        ``job_code()``) and their checksum in the parquet schema."""
+        ``job_code()``), its identity and their checksum in the parquet schema."""
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta[_USER] = stamp(metadata or {})
         meta[_CODE] = stamp(code or job_code())
+        meta[_ID] = stamp(identity(job_id, metadata or {}))
         table = table.replace_schema_metadata(meta)
         table = table.replace_schema_metadata({**meta, _SUM: _digest(table).encode()})
         return atomic_write(self.path(job_id), lambda f: pq.write_table(table, f))
@@ -262,6 +276,10 @@ class ResultsStore:
             if meta[_SUM].decode() != _digest(table):
                 return None, Verdict("corrupt", "checksum mismatch")
             code = json.loads(meta[_CODE])
+            rows = table.column("job_id").to_pandas() if "job_id" in table.column_names else None
+            foreign = mismatch(job_id, json.loads(meta[_ID]) if _ID in meta else None, json.loads(meta[_USER]), rows)
+            if foreign:
+                return None, Verdict("corrupt", foreign)
         except Exception as err:  # noqa: BLE001 — any unreadable result is corrupt (damaged pandas metadata
             return None, Verdict("corrupt", f"unreadable: {type(err).__name__}")  # raises KeyError, TypeError …)
         why, moved = code_verdict(code)
@@ -281,7 +299,10 @@ class ResultsStore:
         if not self.exists(job_id):
             return "missing"
         try:
-            code = self.code(job_id)
+            meta = pq.read_schema(self.path(job_id)).metadata or {}
+            code = json.loads(meta.get(_CODE, b"{}"))
+            if mismatch(job_id, json.loads(meta[_ID]) if _ID in meta else None, json.loads(meta.get(_USER, b"{}"))):
+                return "corrupt"
         except Exception:  # noqa: BLE001 — unreadable: corrupt
             return "corrupt"
         return "ok" if code and same_code(code) else "stale"
@@ -293,8 +314,8 @@ class ResultsStore:
         if state == "missing":
             raise ValueError(f"no results for job {job_id} in {self.root}")
         if state == "corrupt":
-            raise ValueError(f"results of job {job_id} in {self.root} are corrupt (unreadable or checksum "
-                             f"mismatch): rerun the sweep to recompute them")
+            raise ValueError(f"results of job {job_id} in {self.root} are corrupt ({verdict.why}): rerun the "
+                             f"sweep to recompute them")
         return table.to_pandas()
 
     def _schema_json(self, job_id: str, key: bytes) -> dict:
@@ -328,71 +349,3 @@ class ResultsStore:
                 tmp.unlink(missing_ok=True)
                 removed.append(tmp)
         return removed
-
-    # ------------------------------------------------------------------ claims
-    def lock_path(self, job_id: str) -> Path:
-        return self.root / f"{job_id}.lock"
-
-    def claim(self, job_id: str) -> bool:
-        """Take the job's lock for this process: True if taken (created, or a dead owner's stale
-        lock taken over), False while another live process holds it."""
-        lock = self.lock_path(job_id)
-        me = json.dumps({"host": HOST, "pid": os.getpid(), "start": start_time(os.getpid())})
-        for _ in range(3):  # a lost race over a stale lock is retried
-            try:
-                with open(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w") as f:
-                    f.write(me)
-                return True
-            except FileExistsError:
-                pass
-            try:
-                owner = lock.read_text()
-                if owner == me:
-                    return True  # this process holds it already
-                if process_alive(**json.loads(owner)):
-                    return False
-            except FileNotFoundError:
-                continue  # released meanwhile
-            except (ValueError, TypeError):
-                owner = None  # a half-written lock: its owner died between create and write
-                if lock.stat().st_mtime > time.time() - 5:
-                    return False
-            log.warning("taking over the stale lock %s: %s", lock,
-                        "its owner died while writing it" if owner is None else
-                        f"its owner, pid {json.loads(owner)['pid']} on this host, is no longer running")
-            self._take_over(lock, owner)
-        return False
-
-    def lock_owner(self, job_id: str) -> dict | None:
-        """Who holds the job's lock: {'host', 'pid', 'start', 'since' (the lock's mtime, epoch
-        seconds)}, or None when it is free or unreadable."""
-        lock = self.lock_path(job_id)
-        try:
-            return {**json.loads(lock.read_text()), "since": lock.stat().st_mtime}
-        except (OSError, ValueError, TypeError):
-            return None
-
-    @staticmethod
-    def _take_over(lock: Path, owner: str | None) -> None:
-        """Remove a stale lock, unless another process replaced it since we read it (then put it back)."""
-        aside = lock.with_name(f"{lock.name}~{os.getpid()}~{uuid.uuid4().hex[:8]}")
-        try:
-            os.rename(lock, aside)
-        except FileNotFoundError:
-            return
-        if owner is not None and aside.read_text() != owner:
-            try:
-                os.link(aside, lock)  # a fresh lock was moved: restore it (fails if one exists again)
-            except FileExistsError:
-                pass
-        aside.unlink(missing_ok=True)
-
-    def release(self, job_id: str) -> None:
-        """Drop this process's lock on ``job_id`` (a lock held by another process is left alone)."""
-        lock = self.lock_path(job_id)
-        try:
-            owner = json.loads(lock.read_text())
-        except (FileNotFoundError, ValueError):
-            return
-        if owner.get("host") == HOST and owner.get("pid") == os.getpid():
-            lock.unlink(missing_ok=True)

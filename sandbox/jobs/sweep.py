@@ -13,7 +13,6 @@ anything. Guarantees and their tests: docs/reliability.md, "What a sweep guarant
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import logging
@@ -36,9 +35,10 @@ from sandbox.jobs import costs
 from sandbox.jobs.backends import InProcess, LocalProcesses, RayTasks
 from sandbox.jobs.canaries import check_plugin_estimators
 from sandbox.jobs.fingerprints import shared_fingerprints
+from sandbox.jobs.identity import job_hash
 from sandbox.jobs.pool import import_plugins, plugins_from_env
 from sandbox.jobs.store import ResultsStore
-from sandbox.runtime.config import RunConfig, _freeze
+from sandbox.runtime.config import RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +93,7 @@ class Job:
 
     @property
     def id(self) -> str:
-        payload = {"fn": self.fn, "params": _freeze(self.params)}
-        if self.threads != 1:  # one thread hashes as before threads were part of a job
-            payload["threads"] = self.threads
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        return job_hash(self.fn, self.params, self.threads)  # (what a stored result's identity is checked by)
 
     @classmethod
     def training(cls, config: RunConfig) -> Job:

@@ -17,13 +17,16 @@ from sandbox.core.validation import (
     check_range,
     short_repr,
 )
-from sandbox.runtime.components import check_run, make_optimizer, task_class
+from sandbox.runtime.components import build_frictions, check_run, make_optimizer, task_class
 from sandbox.runtime.optim import OPTIMIZERS
 
 PROXIMAL = ("auto", "behavior", "recompute")
 #: the largest seed: a run's seed is stored in the int64 columns of its result (2**64 trained, then
 #: its result could not be written)
 SEED_MAX = 2**63 - 1
+#: log points beyond steps + 1 log no step more (each step is logged once) but were allocated
+#: (log_points = 10**12 asked for 7.28 TiB); the default is always allowed, and at most 2**20
+LOG_POINTS, MAX_LOG_POINTS = 30, 2**20
 HISTORY = ("params", "rollouts")
 
 
@@ -100,7 +103,7 @@ class RunConfig:
     history: str = "params"
     seed: int = 0
     steps: int = 100
-    log_points: int = 30
+    log_points: int = LOG_POINTS
     device: str = "cpu"
     label: str = ""
 
@@ -114,7 +117,7 @@ class RunConfig:
             object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
         self._resolve_task_defaults()
         check_int("steps", self.steps, low=0)
-        check_int("log_points", self.log_points, low=1)
+        check_int("log_points", self.log_points, low=1, high=max(LOG_POINTS, min(self.steps + 1, MAX_LOG_POINTS)))
         check_int("seed", self.seed, low=0, high=SEED_MAX)  # stored in int64 columns of every result
         check_range("lr", self.lr, low=0.0, low_open=True)
         for name in ("task", "estimator", "advantage", "optimizer", "label"):
@@ -144,6 +147,8 @@ class RunConfig:
         devices = task_class(self.task).devices
         if self.device.split(":")[0] not in devices:
             raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")
+        if self.staleness:
+            self._check_delays()
 
     def _resolve_task_defaults(self) -> None:
         """advantage / optimizer / lr left as None take the task's declared defaults."""
@@ -152,6 +157,16 @@ class RunConfig:
             task = task_class(self.task)
             for name in missing:
                 object.__setattr__(self, name, getattr(task, f"default_{name}"))
+
+    def _check_delays(self) -> None:
+        """A delay that cannot be drawn (geometric p = 5e-324: an infinite draw) fails here, not at step 0."""
+        frictions = build_frictions(self.frictions, self.staleness)
+        for step in sorted({0, 1, max(self.steps - 1, 0)}):
+            try:
+                frictions.delay(step, self.seed)
+            except ArithmeticError as err:
+                raise ValueError(f"staleness: its delay cannot be drawn at step {step} ({type(err).__name__}: {err}); "
+                                 f"use settings whose delays are finite") from None
 
     def to_dict(self) -> dict[str, Any]:
         data = _freeze(dataclasses.asdict(self))

@@ -14,7 +14,13 @@ from sandbox.scoring import builtin_data
 from sandbox.scoring.battery import Battery, as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, Recipe, make_recipe, recipe_names
 from sandbox.scoring.report import summarise, write
-from sandbox.scoring.runner import code_version, default_store, import_plugin, run_battery
+from sandbox.scoring.runner import (
+    code_version,
+    default_store,
+    import_plugin,
+    preflight,
+    run_battery,
+)
 
 
 def parse_methods(name: str, value) -> list[str]:
@@ -62,6 +68,8 @@ def score(name: str, plugin: str | Sequence[str] | None = None, settings: dict |
     if label is not None or settings:
         recipe = type(recipe)(**{**recipe.__dict__, "name": label or _label(name, settings)})
     baselines = [make_recipe(m) for m in parse_methods("against", against) if not (m == recipe.name and not settings)]
+    if seeds is not None:  # the battery's own seed counts fit; a chosen one is checked before any job
+        preflight(bat, [recipe, *baselines])
     store = default_store(results)
     kept = builtin_data.restore(bat, [recipe, *baselines], store)  # the committed built-ins: none recomputed
     frame = score_recipe(recipe, bat, baselines, store, plugins, backend=backend, workers=workers,

@@ -15,7 +15,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -90,17 +90,38 @@ def score_cell(cell: dict, recipe: dict, seed: int, plugins: list | None = None,
     return frame
 
 
+def cell_configs(cell: dict, recipe: dict, seed: int, seeds: int) -> list[RunConfig]:
+    """The run configs of the recipe on the cell: the seeds as one population, or one run per seed
+    (each validated as it is built: a size beyond the machine is one line, before any training)."""
+    rec = Recipe(**{**recipe, "controllers": tuple(tuple(c) for c in recipe["controllers"])})
+    fields = _per_context_fallback({**cell["run"], **rec.run_fields()})
+    batched = cell.get("batched", True)
+    return [RunConfig.from_dict({**fields, "seed": seed if batched else seed + s,
+                                 "task_kwargs": {**fields.get("task_kwargs", {}), "population": seeds if batched else 1}})
+            for s in range(1 if batched else seeds)]
+
+
+def preflight(battery: Battery, recipes: Sequence[Recipe]) -> None:
+    """Build the batched run config of every environment's first training cell for each recipe
+    before any job runs, so that a seed count the machine cannot hold (``--seeds 100000``) is one
+    line naming it and the estimate, not job tracebacks minutes later (issue 46, R8)."""
+    firsts = {}
+    for cell in battery.cells:
+        if cell.kind != "probe" and cell.batched and not cell.async_config:
+            firsts.setdefault(cell.env, cell)
+    for cell in firsts.values():
+        for recipe in recipes:
+            try:
+                cell_configs(cell.to_dict(), recipe.to_dict(), battery.seed, cell.seeds)
+            except ValueError as err:
+                raise ValueError(f"seeds {cell.seeds} on cell {cell.name!r} ({recipe.name}): {err}") from None
+
+
 def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
     """Train the recipe on the cell: the seeds as one population, or one run per seed."""
     from sandbox.runtime.loop import train
 
-    rec = Recipe(**{**recipe, "controllers": tuple(tuple(c) for c in recipe["controllers"])})
-    fields = {**cell["run"], **rec.run_fields()}
-    batched = cell.get("batched", True)
-    fields = _per_context_fallback(fields)
-    configs = [RunConfig.from_dict({**fields, "seed": seed if batched else seed + s,
-                                    "task_kwargs": {**fields.get("task_kwargs", {}), "population": seeds if batched else 1}})
-               for s in range(1 if batched else seeds)]
+    configs = cell_configs(cell, recipe, seed, seeds)
     frames = []
     for i, config in enumerate(configs):
         if cell.get("async_config"):

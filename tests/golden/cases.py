@@ -1,5 +1,6 @@
 """Golden runs: a small config per task under staleness and each single friction, frozen before the
-actor/learner split (issue 10) so that the restructured code can be checked bit for bit.
+actor/learner split (issue 10) so that the restructured code can be checked against them (within
+the float32 tolerance of ``tolerance.py``: bit for bit only holds on the CPU that froze them).
 
 Each case runs a few learner steps through ``ActorLearner`` and records every rollout tensor, the
 logged metrics and the final parameters. ``python -m tests.golden.cases --write`` re-freezes them
@@ -9,12 +10,15 @@ logged metrics and the final parameters. ``python -m tests.golden.cases --write`
 from __future__ import annotations
 
 import argparse
+import json
+import platform
 from pathlib import Path
 
 import torch
 
 from sandbox.runtime.config import RunConfig
 from sandbox.runtime.loop import ActorLearner
+from tests.golden.tolerance import FROZEN  # the CPU capability the data were frozen on
 
 DATA = Path(__file__).parent / "data"
 STEPS = 4
@@ -105,6 +109,10 @@ def main() -> None:
         if args.write:
             torch.save(record(config), path)
             print("wrote", path)
+    if args.write:  # the capability they were frozen on: bit for bit there, a stated tolerance elsewhere
+        FROZEN.write_text(json.dumps({"cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                                      "torch": torch.__version__, "cpu": platform.processor() or platform.machine()},
+                                     indent=1) + "\n")
 
 
 if __name__ == "__main__":

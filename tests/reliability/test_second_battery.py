@@ -1,0 +1,138 @@
+"""The second battery's bad cases (issue 46) that this module's owner fixed, each with its one-line
+outcome before any work, or its correct result: R6 (an empty ``$SANDBOX_RESULTS``), R7 (unbounded
+integers, log points, an infinite delay), R9 (a lock stamped a day ahead), R10 (a 200,000-deep
+``--config``). R1/R2 are in test_identity.py, R11 in test_portable_fingerprints.py and tests/golden."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox.cli import main
+from sandbox.jobs.store import ResultsStore
+from sandbox.jobs.sweep import Job, run_sweep
+from sandbox.runtime.config import RunConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def error_line(capsys, *argv: str) -> str:
+    """Run the CLI in this process; require exit code 2 and one line on stderr, and return it."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err.rstrip("\n")
+
+
+def test_r6_an_empty_sandbox_results_is_the_default_folder_not_the_current_one():
+    code = "from sandbox.jobs.store import DEFAULT_ROOT; print(DEFAULT_ROOT)"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SANDBOX_RESULTS": "", "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "results"
+
+
+INT64 = "must lie within ±2**62 (an int64, with room for sums of steps and delays), got "
+
+
+@pytest.mark.parametrize("fields, line", [
+    ({"staleness": {"kind": "fixed", "D": 2**64}}, "staleness: D " + INT64 + str(2**64)),
+    ({"staleness": {"kind": "fixed", "D": 2, "broadcast_every": 2**64}}, "staleness: broadcast_every " + INT64),
+    ({"staleness": {"kind": "uniform", "D": 10**20}}, "staleness: D " + INT64 + str(10**20)),
+    ({"staleness": {"kind": "fixed", "D": 2, "admission": "drop", "budget": 2**64}}, "staleness: budget " + INT64),
+    ({"steps": 2**64}, "steps " + INT64),
+    ({"steps": 100, "log_points": 10**12}, "log_points must lie in [1, 101], got 1000000000000"),
+    ({"staleness": {"kind": "geometric", "D": 5, "p": 5e-324}},
+     "staleness: its delay cannot be drawn at step 0 (OverflowError: cannot convert float infinity to integer)"),
+])
+def test_r7_unbounded_values_are_one_line_naming_the_field_and_the_limit_before_any_step(fields, line):
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        RunConfig(task="bandit", **fields)
+    assert str(err.value).startswith(line) and "\n" not in str(err.value), str(err.value)
+    assert time.perf_counter() - start < 5  # at validation, not after a run
+
+
+def test_r7_values_within_the_limits_still_run():
+    RunConfig(task="bandit", steps=5, staleness={"kind": "uniform", "D": 2**62})
+    RunConfig(task="bandit", steps=5, log_points=30)  # the default, whatever the steps
+    RunConfig(task="bandit", steps=1000, log_points=1001)
+
+
+@pytest.mark.parametrize("owner", ["", json.dumps({"host": "this", "pid": 0, "start": "0"})])
+def test_r9_a_lock_stamped_a_day_ahead_is_judged_by_its_owner_not_its_timestamp(tmp_path, caplog, monkeypatch, owner):
+    """A half-written lock (no owner yet), or one whose owner is dead, stamped a day in the future
+    (clock skew): taken over with a warning, the job computed — it used to stall the sweep forever."""
+    from sandbox.core.processes import HOST
+
+    store = ResultsStore(tmp_path)
+    monkeypatch.setattr(ResultsStore, "HALF_WRITTEN_SECONDS", 0.3)
+    job = Job("tests.reliability.jobs:tick", {"x": 1})
+    lock = store.lock_path(job.id)
+    lock.write_text(owner.replace('"this"', json.dumps(HOST)).replace('"pid": 0', '"pid": 999999999'))
+    os.utime(lock, (time.time() + 86400, time.time() + 86400))
+    with caplog.at_level(logging.WARNING):
+        report = run_sweep([job], store, workers=1, progress=False, poll_seconds=0.05)
+    assert report.computed == 1 and store.state(job.id) == "ok"
+    assert any("taking over the stale lock" in r.getMessage() for r in caplog.records)
+
+
+def test_r10_a_deep_config_is_one_line_not_a_recursion_error(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    line = error_line(capsys, "run", "--config", str(deep))
+    assert re.search(r"--config .*deep\.json: nested deeper than 100 levels \(at character 100\)", line), line
+    line = error_line(capsys, "run", "--set", "task_kwargs=" + "[" * 5000 + "]" * 5000)
+    assert "nested deeper than 100 levels" in line and "RecursionError" not in line, line
+
+
+def test_r8_seeds_the_machine_cannot_hold_are_one_line_before_any_job(tmp_path):
+    from sandbox.scoring import score
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        score("dg", seeds=100_000, results=tmp_path / "r", workers=1, progress=False)
+    line = str(err.value)
+    assert re.match(r"seeds 100000 on cell '[^']+' \(\w+\): task_kwargs: task '\w+' with population=100000, .* would "
+                    r"need about [\d,.]+ GiB of memory .*more than this machine's", line) and "\n" not in line, line
+    assert time.perf_counter() - start < 30 and not (tmp_path / "r").exists()  # before any job, nothing written
+
+
+def test_r5_an_edit_on_a_numeric_settings_code_path_recomputes_naming_the_component(tmp_path, monkeypatch, caplog):
+    """Doubling the KL term, taken only when kl_coef > 0, moved no fingerprint (the canaries run at
+    kl_coef = 0) and the stored result was reused; the path fingerprint (each numeric setting in
+    turn off its value) sees it."""
+    from sandbox.core.terms import TokenLoss
+    from sandbox.estimators.base import Estimator
+    from sandbox.jobs import fingerprints
+
+    fingerprints.reset()
+    store = ResultsStore(tmp_path)
+    jobs = [Job.training(RunConfig(task="bandit", task_kwargs={"N": 2, "K": 3, "population": 2}, steps=3,
+                                   log_points=2, estimator=e)) for e in ("dg", "reinforce")]
+    run_sweep(jobs, store, workers=1, progress=False)
+    before = {k: (fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k)) for k in ("estimator:dg",)}
+    penalized = Estimator.penalized_token_loss
+
+    def doubled_kl(self, terms):
+        out = penalized(self, terms)
+        if self.kl_coef == 0:
+            return out
+        sq = (terms.logp - terms.behavior_logp).pow(2)
+        return TokenLoss(out.values + self.kl_coef * sq, out.mask, out.metrics)  # the KL term once more
+
+    monkeypatch.setattr(Estimator, "penalized_token_loss", doubled_kl)
+    fingerprints.reset()
+    assert {k: (fingerprints.fingerprint(k), fingerprints.portable_fingerprint(k)) for k in before} == before
+    with caplog.at_level(logging.WARNING, logger="sandbox.jobs.sweep"):
+        report = run_sweep(jobs, store, workers=1, progress=False)
+    assert report.computed == 2 and set(report.changed) >= {"estimator:dg", "estimator:reinforce"}
+    assert any(r.getMessage().startswith("the numbers of estimator:dg changed") for r in caplog.records)
+    fingerprints.reset()
