@@ -160,7 +160,10 @@ class RunConfig:
 
     def _check_delays(self) -> None:
         """A delay that cannot be drawn (geometric p = 5e-324: an infinite draw) fails here, not at step 0."""
-        frictions = build_frictions(self.frictions, self.staleness)
+        from sandbox.core.usage import paused
+
+        with paused():  # a check: nothing noted for the job's fingerprints
+            frictions = build_frictions(self.frictions, self.staleness)
         for step in sorted({0, 1, max(self.steps - 1, 0)}):
             try:
                 frictions.delay(step, self.seed)

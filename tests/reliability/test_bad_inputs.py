@@ -53,7 +53,7 @@ RUN_CONFIG = [
     ({"log_points": 0}, "log_points"), ({"log_points": 2.5}, "log_points"), ({"log_points": True}, "log_points"),
     ({"lr": 0}, "lr"), ({"lr": -1e-3}, "lr"), ({"lr": INF}, "lr"), ({"lr": -INF}, "lr"), ({"lr": NAN}, "lr"),
     ({"lr": "fast"}, "lr"), ({"lr": True}, "lr"), ({"lr": np.float64(NAN)}, "lr"),
-    ({"optimizer": "adamw"}, "optimizer"), ({"optimizer": 3}, "optimizer"),
+    ({"optimizer": "adamax"}, "optimizer"), ({"optimizer": 3}, "optimizer"),
     ({"proximal": "both"}, "proximal"), ({"history": "ring"}, "history"),
     ({"label": 3}, "label"), ({"label": None}, "label"),
     ({"task": "nope"}, "task"), ({"task": 3}, "task"), ({"task": ["bandit"]}, "task"),
@@ -230,7 +230,7 @@ CLI = [
     (["task_kwargs.K=1.5"], "K"), (["task_kwargs.batch_size=0"], "batch_size"), (["estimator=dg", "estimator_kwargs.eta=-1"], "eta"),
     (["staleness.kind=fixed", "staleness.D=2.5"], "D"), (['controllers=[["gac", {"c_proj": 2}]]'], "c_proj"),
     (['frictions=[["logit_noise", {"sigma": "big"}]]'], "sigma"), (["stepz=1"], "stepz"), (["task=nope"], "task"),
-    (["optimizer=adamw"], "optimizer"), (["task=gaussian_bandit", "task_kwargs.mu=NaN"], "mu"),
+    (["optimizer=adamax"], "optimizer"), (["task=gaussian_bandit", "task_kwargs.mu=NaN"], "mu"),
     (["estimator=dg", "estimator_kwargs.stochastic=maybe"], "stochastic"), (["proximal=true"], "proximal"),
 ]
 
