@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from sandbox.analysis import claim_audit
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
@@ -141,14 +142,19 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
                     last_run: tuple[int, float] | None = None, headlines: str = "",
                     causes: dict | None = None, data_dir: str | Path | None = None,
                     previous: Previous | None = None, ran: Collection[str] = (),
-                    audit: list[str] | None = None) -> str:
+                    audit: list[str] | None = None, starts: dict | None = None, allow_dirty: bool = False,
+                    restored: Collection[str] = ()) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
     ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md);
     ``previous`` the rows of the file being replaced, kept for the figures this invocation did not
     run (not in ``ran``) and that have no record here; ``audit`` the violations of
-    ``sandbox.analysis.claim_audit``'s rules over every figure's claims."""
+    ``sandbox.analysis.claim_audit``'s rules over every figure's claims; each figure's rows are
+    ``claim_audit.settle``d with ``published`` and ``starts`` (the class the rules allow).
+    ``allow_dirty``: rows made from a tree with uncommitted changes are accepted, and the file says so;
+    ``restored`` the figures whose every job came from the committed data file: their row keeps the
+    commit the data were made at (``data_made_at``) beside the one the claims were computed at."""
     results_dir = Path(results_dir)
     published, causes, previous = published or {}, causes or {}, previous or Previous()
     kept: set[str] = set()
@@ -157,7 +163,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     for figure in figures:
         claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
         record, state, why = read_record(record_path)
-        claims = load_claims(claims_path)
+        claims = claim_audit.settle(load_claims(claims_path), published, starts)
         data = Path(data_dir) / f"{figure.name}.parquet" if data_dir else None
         link = f"[data](data/{figure.name}.parquet)" if data is not None and data.is_file() else ""
         if state == "corrupt":
@@ -185,9 +191,12 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
         jobs_s, notebook_s = sum(seconds.values()), float(record.get("notebook_seconds", 0))
         job_time.update(seconds)  # a job shared by two figures counts once in the totals
         total_notebooks += notebook_s
+        made = f"`{record.get('commit', '')}` {record.get('finished', '')}"
+        old = previous.figure_rows.get(figure.name)
+        if figure.name in restored and old:
+            made += f"; {DATA_MADE_AT} {data_made_at(_cells(old)[5])}"
         rows.append(f"| `{figure.name}` | {_cell(record.get('note', ''))} | {record.get('jobs', '')} | "
-                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} "
-                    f"| {link} |")
+                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | {made} | {link} |")
         for c in claims:
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
@@ -203,7 +212,9 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             if last_run else "")
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
-            "a figure's row says the commit it was made at.", "",
+            "a figure's row says the commit its claims were computed at and, where they were recomputed from the "
+            "committed per-seed data, the commit that data was made at (`-dirty`: a tree with uncommitted changes).",
+            "", *([f"**{DIRTY_STAMP}** (`{_dirty_commit()}`)", ""] if allow_dirty else []),
             f"**Evidence:** {verdicts[('evidence', 'PASS')]} PASS, {verdicts[('evidence', 'FAIL')]} FAIL, "
             f"{verdicts[('evidence', 'INFO')]} INFO (reported, not asserted). "
             f"**Sanity checks** (identities and closed forms, never evidence): {verdicts[('sanity', 'CHECK')]} CHECK, "
@@ -232,6 +243,23 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     return "\n".join(head)
 
 
+#: how a figure row names the commit of the per-seed data its claims were recomputed from
+DATA_MADE_AT = "data made at"
+#: what CLAIMS.md says when ``--allow-dirty`` let a paper run go on from a tree with uncommitted changes
+DIRTY_STAMP = "Made with --allow-dirty from a tree with uncommitted changes: its rows cannot be traced to a commit"
+
+
+def data_made_at(cell: str) -> str:
+    """The data provenance of a previous figure row's commit cell: its 'data made at' part, else the whole cell."""
+    return cell.split(f"{DATA_MADE_AT} ", 1)[1] if f"{DATA_MADE_AT} " in cell else cell
+
+
+def _dirty_commit() -> str:
+    from sandbox.analysis.provenance import git_commit
+
+    return git_commit()
+
+
 def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
     """Write ``claims_markdown`` to ``path`` (atomically), keeping the rows of the figures this
     invocation did not run (``ran``) and this results folder has no record of from the file it replaces."""
@@ -245,12 +273,16 @@ def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str
 
 def _audit_section(audit: list[str]) -> list[str]:
     return ["## What makes a row evidence", "",
-            "Beyond its own test, every asserted evidence row passes `sandbox.analysis.claim_audit`: an equivalence "
-            "discriminates (both curves informative, the same test against the other method fails); no two rows "
-            "are one measurement (per-seed agreement or |r| ≥ 0.999); a window, band, threshold or seed set "
-            "chosen after its data is asserted only on seeds never used to choose it (the choice's commit and "
-            "those seeds are in the row); a consequence of an identity or a theorem is a sanity check; a "
-            "reported row that contradicts a paper's statement is asserted instead. "
+            "Every row, whatever its label, passes `sandbox.analysis.claim_audit`, and its class is recomputed by "
+            "`claim_audit.settle` from its per-seed values: no two asserted rows are one measurement (per-seed "
+            "agreement, an affine map with |r| ≥ 0.99 without any one seed, the same order of seeds, or a subset of "
+            "seeds) and of rows that are one measurement a FAIL counts before a PASS, whatever their order; a "
+            "consequence of an identity, or a restatement of one, is a sanity check; a CHECK is an identity or "
+            "closed form the audit verifies (no sampling; exact or within its stated tolerance); an equivalence "
+            "PASSes only if its band is narrower than the gap the same test shows against the other method; a "
+            "difference PASSes only if both arms moved from their declared start; a window, band, threshold or seed "
+            "set chosen after its data is asserted only on seeds never used to choose it; a reported row whose "
+            "interval decides a paper's statement is asserted. "
             f"Violations in this file: **{len(audit)}**.", "",
             *[f"- {line}" for line in audit], ""]
 
@@ -260,15 +292,17 @@ CLAIMS_JSON = "claims.json"
 
 
 def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str | Path,
-                      base_seed: int = 0, ran: Collection[str] = ()) -> list:
-    """Write every figure's claims (``Claim`` fields, per-seed vectors included) to ``path`` as
-    plain JSON, one entry per claim, in figure order; a figure this invocation did not run (not in
-    ``ran``) with no claims in ``results_dir`` keeps the entries ``path`` already holds, as
-    CLAIMS.md keeps its rows. Returns the claims."""
+                      base_seed: int = 0, ran: Collection[str] = (), published: dict | None = None,
+                      starts: dict | None = None) -> list:
+    """Write every figure's claims (``Claim`` fields, per-seed vectors included), each figure's
+    ``claim_audit.settle``d as CLAIMS.md shows them, to ``path`` as plain JSON, one entry per
+    claim, in figure order; a figure this invocation did not run (not in ``ran``) with no claims in
+    ``results_dir`` keeps the entries ``path`` already holds, as CLAIMS.md keeps its rows. Returns
+    the claims."""
     import dataclasses
     import json
 
-    from sandbox.analysis.claim_table import Claim, read_claims
+    from sandbox.analysis.claim_table import from_dict, read_claims
     from sandbox.jobs.store import atomic_write
 
     path = Path(path)
@@ -282,7 +316,8 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
         claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
         fresh = claims and state not in ("missing", "corrupt")
         kept = [] if figure.name in ran else previous.get(figure.name, [])
+        claims = claim_audit.settle(claims, published, starts) if fresh else []
         entries += [dataclasses.asdict(c) for c in claims] if fresh else kept
     text = json.dumps(entries, indent=0, ensure_ascii=False) + "\n"
     atomic_write(path, lambda f: f.write(text.encode()))
-    return [Claim(**{**e, "values": tuple(e.get("values", ()))}) for e in entries]
+    return [from_dict(e) for e in entries]

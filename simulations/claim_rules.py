@@ -66,5 +66,28 @@ GAC_BAND = {"frictions": 0.1, "mnist-staleness": 0.01}
 UNTRAINED_ERROR = {"frictions": 0.5, "mnist-staleness": 0.9}
 INFORMATIVE_MARGIN = 0.1
 
-__all__ = ["COMPUTE_LOG_THRESHOLD", "GAC_BAND", "IDENTITIES", "INFORMATIVE_MARGIN", "POSTHOC", "TEN_X_LOG_THRESHOLD",
-           "UNTRAINED_ERROR"]
+#: where the arms of a difference start, {(figure, claim-name pattern): (start, margin, what)}: a
+#: difference PASSes only if both arms' 95% intervals lie beyond the start by the margin
+#: (``claim_audit.unmoved``). Token reversal with V = 2 (every figure below) starts at the per-position
+#: error of a fixed answer, 0.5 (the committed per-seed data's step 0: 0.50, seeds 0.45–0.55); the
+#: margin is the informative margin the GAC equivalence already used. Declared after the data they
+#: judge (issue 44): ``tests/test_rules_before_data.py`` lists the exception
+_CHANCE = (UNTRAINED_ERROR["frictions"], INFORMATIVE_MARGIN, "the per-position error of a fixed answer")
+STARTS = {
+    ("frictions", "dg-below-*"): _CHANCE,
+    ("frictions", "reference-dg-below-*"): _CHANCE,
+    ("actor-bug-map", "dg-below-pg-*"): _CHANCE,
+    ("kondo", "*-keeps-learning"): _CHANCE,
+    ("kondo", "delight-beats-uniform"): _CHANCE,
+    ("reversal-learning", "dg-below-*"): _CHANCE,
+    ("all-frictions", "dg-lower-error-than-*"): _CHANCE,
+}
+
+
+def rules() -> dict:
+    """The keyword arguments of ``claim_audit.audit`` (and ``settle``'s ``starts``) for the paper tier."""
+    return {"posthoc": POSTHOC, "identities": {figure: [p for p, _ in rows] for figure, rows in IDENTITIES.items()},
+            "starts": STARTS}
+
+__all__ = ["COMPUTE_LOG_THRESHOLD", "GAC_BAND", "IDENTITIES", "INFORMATIVE_MARGIN", "POSTHOC", "STARTS",
+           "TEN_X_LOG_THRESHOLD", "UNTRAINED_ERROR", "rules"]
