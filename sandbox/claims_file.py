@@ -11,8 +11,8 @@ folder updates gate's rows and keeps the others; the totals are counted over the
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
 ``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
-``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (reference
-behaviour, budget, or genuine), printed beside each FAIL. A claim whose test states its own cause,
+``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (genuine, also in
+the paper's own code, the budget, the friction's ceiling, or inconclusive), printed beside each FAIL. A claim whose test states its own cause,
 decided by code declared before its data (its detail ends "; cause: SENTENCE", as each case of
 published-outcomes does), shows that sentence where no entry names it; a FAIL without either is flagged.
 
@@ -235,7 +235,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             "PASS / FAIL: an asserted claim about learning (*evidence*), with the interval valid at its seed "
             "count; CHECK: a *sanity* check (an identity, true by construction) that passed; INFO: reported, "
             "not asserted. A diverged seed counts as its metric's worst value. A FAIL says why in one sentence "
-            "(reference behaviour, budget, or genuine). The published column is the paper's own number or "
+            "(genuine; genuine and reproduced by the paper's own code; the budget; the friction's ceiling; or "
+            "inconclusive). The published column is the paper's own number or "
             "statement where it gives one.", "",
             "| figure | claim | kind | value [interval] | seeds | test | verdict | why it fails | published |",
             "|---|---|---|---|---|---|---|---|---|", *claim_rows, "",
@@ -321,3 +322,71 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
     text = json.dumps(entries, indent=0, ensure_ascii=False) + "\n"
     atomic_write(path, lambda f: f.write(text.encode()))
     return [from_dict(e) for e in entries]
+
+
+# ------------------------------------------------------------------ counts on the front page
+#: the markers of a generated block of claim counts (README, docs/figures.md): ``refresh_counts`` rewrites it
+COUNTS_BEGIN = "<!-- claim-counts: generated from paper_figures/CLAIMS.md by `python -m sandbox.claims_file`; do not edit -->"
+COUNTS_END = "<!-- /claim-counts -->"
+
+
+def claim_counts(text: str) -> dict[str, dict[tuple[str, str], int]]:
+    """Per figure, {(kind, verdict): rows} of a CLAIMS.md's claims table (``text``)."""
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for row in _section(text, "Claims"):
+        cells = _cells(row)
+        figure, kind, verdict = cells[0].strip("`"), cells[2], cells[6].strip("*")
+        counts = out.setdefault(figure, {})
+        counts[(kind, verdict)] = counts.get((kind, verdict), 0) + 1
+    return out
+
+
+def counts_block(text: str, claims_link: str, per_figure: bool = False) -> str:
+    """The generated block: the evidence and sanity counts of a CLAIMS.md (``text``), a one-line
+    reading and a link to its FAILs (``claims_link``: the path of CLAIMS.md from the page); with
+    ``per_figure`` a table of each figure's counts."""
+    figures = claim_counts(text)
+    total = {k: sum(c.get(k, 0) for c in figures.values())
+             for k in [(kind, v) for kind in ("evidence", "sanity") for v in ("PASS", "FAIL", "INFO", "CHECK")]}
+    passed, failed, info = (total[("evidence", v)] for v in ("PASS", "FAIL", "INFO"))
+    asserted = passed + failed
+    lines = [COUNTS_BEGIN,
+             f"**Evidence at paper fidelity:** {passed} PASS, {failed} FAIL, {info} INFO (reported, not asserted); "
+             f"sanity checks: {total[('sanity', 'CHECK')]} CHECK, {total[('sanity', 'FAIL')]} FAIL, "
+             f"{total[('sanity', 'INFO')]} INFO.",
+             f"Reading: {failed} of the {asserted} asserted claims about learning "
+             f"({round(100 * failed / asserted) if asserted else 0}%) FAIL — statements of the papers this tier does "
+             f"not reproduce, each with its cause beside it ([the FAILs]({claims_link}#claims), marked **FAIL**).", ""]
+    if per_figure:
+        lines += ["| figure | PASS | FAIL | INFO | CHECK |", "|---|---|---|---|---|"]
+        lines += [f"| `{f}` | {c.get(('evidence', 'PASS'), 0)} | {c.get(('evidence', 'FAIL'), 0)} | "
+                  f"{c.get(('evidence', 'INFO'), 0)} | {c.get(('sanity', 'CHECK'), 0)} |" for f, c in figures.items()]
+        lines.append("")
+    return "\n".join([*lines, COUNTS_END])
+
+
+def refresh_counts(page: str, text: str, claims_link: str, per_figure: bool = False) -> str:
+    """``page`` with its one generated block of claim counts rewritten from CLAIMS.md (``text``)."""
+    if page.count(COUNTS_BEGIN) != 1 or page.count(COUNTS_END) != 1:
+        raise ValueError(f"a page must hold exactly one block between {COUNTS_BEGIN!r} and {COUNTS_END!r}")
+    head, rest = page.split(COUNTS_BEGIN, 1)
+    return head + counts_block(text, claims_link, per_figure) + rest.split(COUNTS_END, 1)[1]
+
+
+#: the pages that show the committed counts: path → (CLAIMS.md's path from it, with the per-figure table)
+COUNT_PAGES = {"README.md": ("paper_figures/CLAIMS.md", False), "docs/figures.md": ("../paper_figures/CLAIMS.md", True)}
+
+
+def main() -> int:
+    """``python -m sandbox.claims_file``: rewrite the counts of ``COUNT_PAGES`` from paper_figures/CLAIMS.md."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "paper_figures" / "CLAIMS.md").read_text()
+    for page, (link, per_figure) in COUNT_PAGES.items():
+        path = root / page
+        path.write_text(refresh_counts(path.read_text(), text, link, per_figure))
+        print(f"{page}: claim counts rewritten from paper_figures/CLAIMS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
