@@ -31,6 +31,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sandbox.analysis import claim_audit
+from sandbox.analysis.claim_counts import cells as _cells
+from sandbox.analysis.claim_counts import section as _section
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
@@ -60,20 +62,6 @@ def _cause(causes: dict, figure: str, claim: Claim) -> str:
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
-
-
-_SPLIT = re.compile(r"(?<!\\)\|")  # a table cell boundary ("|" not escaped as "\|")
-
-
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in _SPLIT.split(row.strip())[1:-1]]
-
-
-def _section(text: str, title: str) -> list[str]:
-    """The table rows (after the header and its rule) of the section ``## title``."""
-    lines = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0].splitlines() if f"## {title}\n" in text else []
-    rows = [line for line in lines if line.startswith("|")]
-    return rows[2:]
 
 
 @dataclass
@@ -160,10 +148,12 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     kept: set[str] = set()
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
-    for figure in figures:
+    figures = list(figures)
+    settled = settled_claims([load_claims(record_paths(results_dir, f.name, fidelity, base_seed)[0]) for f in figures],
+                             published, starts)
+    for figure, claims in zip(figures, settled):
         claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
         record, state, why = read_record(record_path)
-        claims = claim_audit.settle(load_claims(claims_path), published, starts)
         data = Path(data_dir) / f"{figure.name}.parquet" if data_dir else None
         link = f"[data](data/{figure.name}.parquet)" if data is not None and data.is_file() else ""
         if state == "corrupt":
@@ -261,6 +251,17 @@ def _dirty_commit() -> str:
     return git_commit()
 
 
+def settled_claims(per_figure: list[list[Claim]], published: dict | None, starts: dict | None) -> list[list[Claim]]:
+    """Each figure's claims with the class ``claim_audit.settle`` gives them, settled together (a row
+    another figure asserts on the same measurement is counted there, not asserted twice)."""
+    every = claim_audit.settle([c for claims in per_figure for c in claims], published, starts)
+    out, start = [], 0
+    for claims in per_figure:
+        out.append(every[start:start + len(claims)])
+        start += len(claims)
+    return out
+
+
 def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
     """Write ``claims_markdown`` to ``path`` (atomically), keeping the rows of the figures this
     invocation did not run (``ran``) and this results folder has no record of from the file it replaces."""
@@ -312,81 +313,17 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
     if path.is_file():
         for entry in json.loads(path.read_text()):
             previous.setdefault(entry["figure"], []).append(entry)
-    entries = []
+    loaded = []  # per figure: (its fresh claims, or None and the entries kept)
     for figure in figures:
         claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
         fresh = claims and state not in ("missing", "corrupt")
-        kept = [] if figure.name in ran else previous.get(figure.name, [])
-        claims = claim_audit.settle(claims, published, starts) if fresh else []
-        entries += [dataclasses.asdict(c) for c in claims] if fresh else kept
+        loaded.append((claims, None) if fresh else (None, [] if figure.name in ran else previous.get(figure.name, [])))
+    settled = settled_claims([c if c is not None else [from_dict(e) for e in kept] for c, kept in loaded],
+                             published, starts)
+    entries = []
+    for (fresh, kept), claims in zip(loaded, settled):
+        entries += [dataclasses.asdict(c) for c in claims] if fresh is not None else kept
     text = json.dumps(entries, indent=0, ensure_ascii=False) + "\n"
     atomic_write(path, lambda f: f.write(text.encode()))
     return [from_dict(e) for e in entries]
 
-
-# ------------------------------------------------------------------ counts on the front page
-#: the markers of a generated block of claim counts (README, docs/figures.md): ``refresh_counts`` rewrites it
-COUNTS_BEGIN = "<!-- claim-counts: generated from paper_figures/CLAIMS.md by `python -m sandbox.claims_file`; do not edit -->"
-COUNTS_END = "<!-- /claim-counts -->"
-
-
-def claim_counts(text: str) -> dict[str, dict[tuple[str, str], int]]:
-    """Per figure, {(kind, verdict): rows} of a CLAIMS.md's claims table (``text``)."""
-    out: dict[str, dict[tuple[str, str], int]] = {}
-    for row in _section(text, "Claims"):
-        cells = _cells(row)
-        figure, kind, verdict = cells[0].strip("`"), cells[2], cells[6].strip("*")
-        counts = out.setdefault(figure, {})
-        counts[(kind, verdict)] = counts.get((kind, verdict), 0) + 1
-    return out
-
-
-def counts_block(text: str, claims_link: str, per_figure: bool = False) -> str:
-    """The generated block: the evidence and sanity counts of a CLAIMS.md (``text``), a one-line
-    reading and a link to its FAILs (``claims_link``: the path of CLAIMS.md from the page); with
-    ``per_figure`` a table of each figure's counts."""
-    figures = claim_counts(text)
-    total = {k: sum(c.get(k, 0) for c in figures.values())
-             for k in [(kind, v) for kind in ("evidence", "sanity") for v in ("PASS", "FAIL", "INFO", "CHECK")]}
-    passed, failed, info = (total[("evidence", v)] for v in ("PASS", "FAIL", "INFO"))
-    asserted = passed + failed
-    lines = [COUNTS_BEGIN,
-             f"**Evidence at paper fidelity:** {passed} PASS, {failed} FAIL, {info} INFO (reported, not asserted); "
-             f"sanity checks: {total[('sanity', 'CHECK')]} CHECK, {total[('sanity', 'FAIL')]} FAIL, "
-             f"{total[('sanity', 'INFO')]} INFO.",
-             f"Reading: {failed} of the {asserted} asserted claims about learning "
-             f"({round(100 * failed / asserted) if asserted else 0}%) FAIL — statements of the papers this tier does "
-             f"not reproduce, each with its cause beside it ([the FAILs]({claims_link}#claims), marked **FAIL**).", ""]
-    if per_figure:
-        lines += ["| figure | PASS | FAIL | INFO | CHECK |", "|---|---|---|---|---|"]
-        lines += [f"| `{f}` | {c.get(('evidence', 'PASS'), 0)} | {c.get(('evidence', 'FAIL'), 0)} | "
-                  f"{c.get(('evidence', 'INFO'), 0)} | {c.get(('sanity', 'CHECK'), 0)} |" for f, c in figures.items()]
-        lines.append("")
-    return "\n".join([*lines, COUNTS_END])
-
-
-def refresh_counts(page: str, text: str, claims_link: str, per_figure: bool = False) -> str:
-    """``page`` with its one generated block of claim counts rewritten from CLAIMS.md (``text``)."""
-    if page.count(COUNTS_BEGIN) != 1 or page.count(COUNTS_END) != 1:
-        raise ValueError(f"a page must hold exactly one block between {COUNTS_BEGIN!r} and {COUNTS_END!r}")
-    head, rest = page.split(COUNTS_BEGIN, 1)
-    return head + counts_block(text, claims_link, per_figure) + rest.split(COUNTS_END, 1)[1]
-
-
-#: the pages that show the committed counts: path → (CLAIMS.md's path from it, with the per-figure table)
-COUNT_PAGES = {"README.md": ("paper_figures/CLAIMS.md", False), "docs/figures.md": ("../paper_figures/CLAIMS.md", True)}
-
-
-def main() -> int:
-    """``python -m sandbox.claims_file``: rewrite the counts of ``COUNT_PAGES`` from paper_figures/CLAIMS.md."""
-    root = Path(__file__).resolve().parents[1]
-    text = (root / "paper_figures" / "CLAIMS.md").read_text()
-    for page, (link, per_figure) in COUNT_PAGES.items():
-        path = root / page
-        path.write_text(refresh_counts(path.read_text(), text, link, per_figure))
-        print(f"{page}: claim counts rewritten from paper_figures/CLAIMS.md")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

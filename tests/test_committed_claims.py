@@ -15,8 +15,9 @@ import pytest
 
 import simulations
 from sandbox.analysis import claim_audit
+from sandbox.analysis.claim_counts import COUNT_PAGES, refresh_counts
 from sandbox.analysis.claim_table import Claim, from_dict
-from sandbox.claims_file import COUNT_PAGES, _cell, refresh_counts
+from sandbox.claims_file import _cell
 from simulations import claim_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_the_front_page_and_the_figures_page_show_the_committed_counts():
     for page, (link, per_figure) in COUNT_PAGES.items():
         shown = (ROOT / page).read_text()
         assert shown == refresh_counts(shown, text, link, per_figure), \
-            f"{page}: its claim counts are not CLAIMS.md's: run python -m sandbox.claims_file"
+            f"{page}: its claim counts are not CLAIMS.md's: run python -m sandbox.analysis.claim_counts"
     evidence = [c for c in claim_audit.asserted_evidence(_rows()) if c.kind == "evidence"]
     readme = (ROOT / "README.md").read_text()
     assert f"{sum(c.passed is False for c in evidence)} FAIL" in readme

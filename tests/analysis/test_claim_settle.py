@@ -82,14 +82,14 @@ def test_an_equivalence_needs_a_gap_wider_than_its_band():
     assert "not wholly outside its band" in claim_audit.discrimination_violations([forged])[0]
 
 
-def test_a_difference_passes_only_if_both_arms_moved_from_their_start():
+def test_a_difference_passes_only_if_its_favoured_arm_moved_from_the_start():
     rng = np.random.default_rng(5)
     starts = {("actor-bug-map", "dg-below-*"): (0.5, 0.1, "the error of a fixed answer")}
     book = ClaimBook("actor-bug-map")
     chance = book.less("dg-below-chance", "DG below PG", 0.50 + rng.normal(0, 0.003, 8),
                        0.51 + rng.normal(0, 0.003, 8) + 0.005)
-    learned = book.less("dg-below-learned", "DG below PG", rng.uniform(0.0, 0.05, 8), rng.uniform(0.2, 0.3, 8))
-    assert chance.passed and learned.passed
+    learned = book.less("dg-below-learned", "DG below PG", rng.uniform(0.0, 0.05, 8), 0.5 + rng.normal(0, 0.01, 8))
+    assert chance.passed and learned.passed  # DG learned, PG stayed at chance: a method at work
     assert [v.split(":")[0] for v in claim_audit.movement_violations(book.claims, starts)] == ["actor-bug-map/dg-below-chance"]
     settled = claim_audit.settle(book.claims, starts=starts)
     assert [c.verdict for c in settled] == ["INFO", "PASS"] and "did not move" in settled[0].detail
