@@ -52,12 +52,15 @@ def counts_block(text: str, claims_link: str, per_figure: bool = False) -> str:
              f"sanity checks: {total[('sanity', 'CHECK')]} CHECK, {total[('sanity', 'FAIL')]} FAIL, "
              f"{total[('sanity', 'INFO')]} INFO.",
              f"Reading: {failed} of the {asserted} asserted claims about learning "
-             f"({round(100 * failed / asserted) if asserted else 0}%) FAIL — statements of the papers this tier does "
-             f"not reproduce, each with its cause beside it ([the FAILs]({claims_link}#claims), marked **FAIL**).", ""]
+             f"({round(100 * failed / asserted) if asserted else 0}%) FAIL: claims stated before the runs that this "
+             f"tier's data do not show, each with its cause beside it ([the FAILs]({claims_link}#claims), marked "
+             "**FAIL**).", ""]
     if per_figure:
-        lines += ["| figure | PASS | FAIL | INFO | CHECK |", "|---|---|---|---|---|"]
-        lines += [f"| `{f}` | {c.get(('evidence', 'PASS'), 0)} | {c.get(('evidence', 'FAIL'), 0)} | "
-                  f"{c.get(('evidence', 'INFO'), 0)} | {c.get(('sanity', 'CHECK'), 0)} |" for f, c in figures.items()]
+        columns = [("evidence", "PASS"), ("evidence", "FAIL"), ("evidence", "INFO"), ("sanity", "CHECK"),
+                   ("sanity", "FAIL"), ("sanity", "INFO")]
+        lines += ["| figure | " + " | ".join(f"{kind} {verdict}" for kind, verdict in columns) + " |",
+                  "|---" * (len(columns) + 1) + "|"]
+        lines += [f"| `{f}` | " + " | ".join(str(c.get(k, 0)) for k in columns) + " |" for f, c in figures.items()]
         lines.append("")
     return "\n".join([*lines, COUNTS_END])
 
