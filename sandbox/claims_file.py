@@ -11,8 +11,8 @@ folder updates gate's rows and keeps the others; the totals are counted over the
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
 ``headlines(results_dir, fidelity) -> markdown``: the papers' headline numbers beside ours, and
-``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (reference
-behaviour, budget, or genuine), printed beside each FAIL. A claim whose test states its own cause,
+``fail_causes() -> {(figure, claim-name pattern): sentence}``: why a claim fails (genuine, also in
+the paper's own code, the budget, the friction's ceiling, or inconclusive), printed beside each FAIL. A claim whose test states its own cause,
 decided by code declared before its data (its detail ends "; cause: SENTENCE", as each case of
 published-outcomes does), shows that sentence where no entry names it; a FAIL without either is flagged.
 
@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from sandbox.analysis import claim_audit
+from sandbox.analysis.claim_counts import cells as _cells
+from sandbox.analysis.claim_counts import section as _section
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
@@ -59,20 +62,6 @@ def _cause(causes: dict, figure: str, claim: Claim) -> str:
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
-
-
-_SPLIT = re.compile(r"(?<!\\)\|")  # a table cell boundary ("|" not escaped as "\|")
-
-
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in _SPLIT.split(row.strip())[1:-1]]
-
-
-def _section(text: str, title: str) -> list[str]:
-    """The table rows (after the header and its rule) of the section ``## title``."""
-    lines = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0].splitlines() if f"## {title}\n" in text else []
-    rows = [line for line in lines if line.startswith("|")]
-    return rows[2:]
 
 
 @dataclass
@@ -141,23 +130,30 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
                     last_run: tuple[int, float] | None = None, headlines: str = "",
                     causes: dict | None = None, data_dir: str | Path | None = None,
                     previous: Previous | None = None, ran: Collection[str] = (),
-                    audit: list[str] | None = None) -> str:
+                    audit: list[str] | None = None, starts: dict | None = None, allow_dirty: bool = False,
+                    restored: Collection[str] = ()) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
     ``data_dir`` the folder of the per-figure data files (linked relative to CLAIMS.md);
     ``previous`` the rows of the file being replaced, kept for the figures this invocation did not
     run (not in ``ran``) and that have no record here; ``audit`` the violations of
-    ``sandbox.analysis.claim_audit``'s rules over every figure's claims."""
+    ``sandbox.analysis.claim_audit``'s rules over every figure's claims; each figure's rows are
+    ``claim_audit.settle``d with ``published`` and ``starts`` (the class the rules allow).
+    ``allow_dirty``: rows made from a tree with uncommitted changes are accepted, and the file says so;
+    ``restored`` the figures whose every job came from the committed data file: their row keeps the
+    commit the data were made at (``data_made_at``) beside the one the claims were computed at."""
     results_dir = Path(results_dir)
     published, causes, previous = published or {}, causes or {}, previous or Previous()
     kept: set[str] = set()
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
-    for figure in figures:
+    figures = list(figures)
+    settled = settled_claims([load_claims(record_paths(results_dir, f.name, fidelity, base_seed)[0]) for f in figures],
+                             published, starts)
+    for figure, claims in zip(figures, settled):
         claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
         record, state, why = read_record(record_path)
-        claims = load_claims(claims_path)
         data = Path(data_dir) / f"{figure.name}.parquet" if data_dir else None
         link = f"[data](data/{figure.name}.parquet)" if data is not None and data.is_file() else ""
         if state == "corrupt":
@@ -185,9 +181,12 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
         jobs_s, notebook_s = sum(seconds.values()), float(record.get("notebook_seconds", 0))
         job_time.update(seconds)  # a job shared by two figures counts once in the totals
         total_notebooks += notebook_s
+        made = f"`{record.get('commit', '')}` {record.get('finished', '')}"
+        old = previous.figure_rows.get(figure.name)
+        if figure.name in restored and old:
+            made += f"; {DATA_MADE_AT} {data_made_at(_cells(old)[5])}"
         rows.append(f"| `{figure.name}` | {_cell(record.get('note', ''))} | {record.get('jobs', '')} | "
-                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | `{record.get('commit', '')}` {record.get('finished', '')} "
-                    f"| {link} |")
+                    f"{_hours(jobs_s)} | {notebook_s:.0f} s | {made} | {link} |")
         for c in claims:
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
@@ -203,7 +202,9 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             if last_run else "")
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
-            "a figure's row says the commit it was made at.", "",
+            "a figure's row says the commit its claims were computed at and, where they were recomputed from the "
+            "committed per-seed data, the commit that data was made at (`-dirty`: a tree with uncommitted changes).",
+            "", *([f"**{DIRTY_STAMP}** (`{_dirty_commit()}`)", ""] if allow_dirty else []),
             f"**Evidence:** {verdicts[('evidence', 'PASS')]} PASS, {verdicts[('evidence', 'FAIL')]} FAIL, "
             f"{verdicts[('evidence', 'INFO')]} INFO (reported, not asserted). "
             f"**Sanity checks** (identities and closed forms, never evidence): {verdicts[('sanity', 'CHECK')]} CHECK, "
@@ -224,12 +225,41 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             "PASS / FAIL: an asserted claim about learning (*evidence*), with the interval valid at its seed "
             "count; CHECK: a *sanity* check (an identity, true by construction) that passed; INFO: reported, "
             "not asserted. A diverged seed counts as its metric's worst value. A FAIL says why in one sentence "
-            "(reference behaviour, budget, or genuine). The published column is the paper's own number or "
+            "(genuine; genuine and reproduced by the paper's own code; the budget; the friction's ceiling; or "
+            "inconclusive). The published column is the paper's own number or "
             "statement where it gives one.", "",
             "| figure | claim | kind | value [interval] | seeds | test | verdict | why it fails | published |",
             "|---|---|---|---|---|---|---|---|---|", *claim_rows, "",
             *(_audit_section(audit) if audit is not None else [])]
     return "\n".join(head)
+
+
+#: how a figure row names the commit of the per-seed data its claims were recomputed from
+DATA_MADE_AT = "data made at"
+#: what CLAIMS.md says when ``--allow-dirty`` let a paper run go on from a tree with uncommitted changes
+DIRTY_STAMP = "Made with --allow-dirty from a tree with uncommitted changes: its rows cannot be traced to a commit"
+
+
+def data_made_at(cell: str) -> str:
+    """The data provenance of a previous figure row's commit cell: its 'data made at' part, else the whole cell."""
+    return cell.split(f"{DATA_MADE_AT} ", 1)[1] if f"{DATA_MADE_AT} " in cell else cell
+
+
+def _dirty_commit() -> str:
+    from sandbox.analysis.provenance import git_commit
+
+    return git_commit()
+
+
+def settled_claims(per_figure: list[list[Claim]], published: dict | None, starts: dict | None) -> list[list[Claim]]:
+    """Each figure's claims with the class ``claim_audit.settle`` gives them, settled together (a row
+    another figure asserts on the same measurement is counted there, not asserted twice)."""
+    every = claim_audit.settle([c for claims in per_figure for c in claims], published, starts)
+    out, start = [], 0
+    for claims in per_figure:
+        out.append(every[start:start + len(claims)])
+        start += len(claims)
+    return out
 
 
 def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str | Path, **kwargs) -> Path:
@@ -245,12 +275,16 @@ def write_claims_file(path: str | Path, figures, fidelity: str, results_dir: str
 
 def _audit_section(audit: list[str]) -> list[str]:
     return ["## What makes a row evidence", "",
-            "Beyond its own test, every asserted evidence row passes `sandbox.analysis.claim_audit`: an equivalence "
-            "discriminates (both curves informative, the same test against the other method fails); no two rows "
-            "are one measurement (per-seed agreement or |r| ≥ 0.999); a window, band, threshold or seed set "
-            "chosen after its data is asserted only on seeds never used to choose it (the choice's commit and "
-            "those seeds are in the row); a consequence of an identity or a theorem is a sanity check; a "
-            "reported row that contradicts a paper's statement is asserted instead. "
+            "Every row, whatever its label, passes `sandbox.analysis.claim_audit`, and its class is recomputed by "
+            "`claim_audit.settle` from its per-seed values: no two asserted rows are one measurement (per-seed "
+            "agreement, an affine map with |r| ≥ 0.99 without any one seed, the same order of seeds, or a subset of "
+            "seeds) and of rows that are one measurement a FAIL counts before a PASS, whatever their order; a "
+            "consequence of an identity, or a restatement of one, is a sanity check; a CHECK is an identity or "
+            "closed form the audit verifies (no sampling; exact or within its stated tolerance); an equivalence "
+            "PASSes only if its band is narrower than the gap the same test shows against the other method; a "
+            "difference PASSes only if both arms moved from their declared start; a window, band, threshold or seed "
+            "set chosen after its data is asserted only on seeds never used to choose it; a reported row whose "
+            "interval decides a paper's statement is asserted. "
             f"Violations in this file: **{len(audit)}**.", "",
             *[f"- {line}" for line in audit], ""]
 
@@ -260,15 +294,17 @@ CLAIMS_JSON = "claims.json"
 
 
 def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str | Path,
-                      base_seed: int = 0, ran: Collection[str] = ()) -> list:
-    """Write every figure's claims (``Claim`` fields, per-seed vectors included) to ``path`` as
-    plain JSON, one entry per claim, in figure order; a figure this invocation did not run (not in
-    ``ran``) with no claims in ``results_dir`` keeps the entries ``path`` already holds, as
-    CLAIMS.md keeps its rows. Returns the claims."""
+                      base_seed: int = 0, ran: Collection[str] = (), published: dict | None = None,
+                      starts: dict | None = None) -> list:
+    """Write every figure's claims (``Claim`` fields, per-seed vectors included), each figure's
+    ``claim_audit.settle``d as CLAIMS.md shows them, to ``path`` as plain JSON, one entry per
+    claim, in figure order; a figure this invocation did not run (not in ``ran``) with no claims in
+    ``results_dir`` keeps the entries ``path`` already holds, as CLAIMS.md keeps its rows. Returns
+    the claims."""
     import dataclasses
     import json
 
-    from sandbox.analysis.claim_table import Claim, read_claims
+    from sandbox.analysis.claim_table import from_dict, read_claims
     from sandbox.jobs.store import atomic_write
 
     path = Path(path)
@@ -277,12 +313,17 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
     if path.is_file():
         for entry in json.loads(path.read_text()):
             previous.setdefault(entry["figure"], []).append(entry)
-    entries = []
+    loaded = []  # per figure: (its fresh claims, or None and the entries kept)
     for figure in figures:
         claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
         fresh = claims and state not in ("missing", "corrupt")
-        kept = [] if figure.name in ran else previous.get(figure.name, [])
-        entries += [dataclasses.asdict(c) for c in claims] if fresh else kept
+        loaded.append((claims, None) if fresh else (None, [] if figure.name in ran else previous.get(figure.name, [])))
+    settled = settled_claims([c if c is not None else [from_dict(e) for e in kept] for c, kept in loaded],
+                             published, starts)
+    entries = []
+    for (fresh, kept), claims in zip(loaded, settled):
+        entries += [dataclasses.asdict(c) for c in claims] if fresh is not None else kept
     text = json.dumps(entries, indent=0, ensure_ascii=False) + "\n"
     atomic_write(path, lambda f: f.write(text.encode()))
-    return [Claim(**{**e, "values": tuple(e.get("values", ()))}) for e in entries]
+    return [from_dict(e) for e in entries]
+

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.analysis import claim_audit, figure_data
+from sandbox.analysis import claim_audit, figure_data, provenance
 from sandbox.analysis.claim_table import format_claims, read_claims
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.analysis.provenance import git_commit
@@ -254,22 +254,27 @@ def figures():
 def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLike = "results",
               figures_dir: str | os.PathLike | None = None, notebooks_dir: str | os.PathLike | None = None,
               workers: int | None = None, backend: str = "local", progress: bool = True,
-              ray_address: str | None = None, rerun: bool = False, base_seed: int = 0) -> list[FigureOutcome]:
+              ray_address: str | None = None, rerun: bool = False, base_seed: int = 0,
+              allow_dirty: bool | None = None) -> list[FigureOutcome]:
     """Run the selected figures end to end; a failing figure does not stop the others (an
     interrupt does: ``KeyboardInterrupt`` propagates, every finished result stays stored).
 
     ``figures_dir`` defaults to ``default_figures_dir(fidelity)``; ``rerun`` executes notebooks
     even when their inputs did not change; ``base_seed`` K moves every job's seeds by
     K·SEED_STRIDE (``offset_seeds``): an independent replication. The sweeps' workers and the
-    notebooks' kernels share the fingerprints they compute (``shared_fingerprints``)."""
+    notebooks' kernels share the fingerprints they compute (``shared_fingerprints``).
+    ``allow_dirty`` (default ``$SANDBOX_ALLOW_DIRTY``): a paper-fidelity run into this repository
+    from a tree with uncommitted changes is refused (``check_clean``) unless it is set, and then
+    CLAIMS.md says so."""
     started = time.perf_counter()
     registry = figures()
     if fidelity not in registry.FIDELITIES:
         raise ValueError(f"fidelity must be one of {list(registry.FIDELITIES)}, got {fidelity!r}")
+    figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
+    allow_dirty = check_clean(fidelity, figures_dir, allow_dirty)
     offset_seeds([], base_seed)  # validates it
     chosen = registry.select(names)
     results_dir = Path(results_dir)
-    figures_dir = Path(figures_dir) if figures_dir is not None else default_figures_dir(fidelity)
     store = ResultsStore(results_dir)
     device = device_from_env()  # --device: run configs whose task can, on that device (sandbox.jobs.devices)
     all_jobs = {f.name: on_device(offset_seeds(f.jobs(fidelity), base_seed), device) for f in chosen}
@@ -291,10 +296,10 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     outcomes = [p.outcome() for p in prepared]
     if fidelity in CLAIMS_FILE_FIDELITIES:
         published = registry.published() if hasattr(registry, "published") else None
+        rules = registry.audit_rules() if hasattr(registry, "audit_rules") else {}
         every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed,
-                                  ran={f.name for f in chosen})
-        audit = claim_audit.audit(every, published=published,
-                                  **(registry.audit_rules() if hasattr(registry, "audit_rules") else {}))
+                                  ran={f.name for f in chosen}, published=published, starts=rules.get("starts"))
+        audit = claim_audit.audit(every, published=published, **rules)
         for line in audit:
             log.warning("claims audit: %s", line)
         write_claims_file(figures_dir / "CLAIMS.md", registry.select(), fidelity, results_dir, audit=audit,
@@ -304,8 +309,27 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           data_dir=figures_dir / "data",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started),
-                          ran={f.name for f in chosen})  # the others keep their rows of the file it replaces
+                          ran={f.name for f in chosen}, starts=rules.get("starts"), allow_dirty=allow_dirty,
+                          restored={f.name for f in chosen if {j.id for j in all_jobs[f.name]} <= committed})
+        # the others keep their rows of the file it replaces
     return outcomes
+
+
+def check_clean(fidelity: str, figures_dir: Path, allow_dirty: bool | None) -> bool:
+    """Refuse a paper-fidelity run that writes into this repository (its committed figures and
+    CLAIMS.md) from a tree with uncommitted changes (``git_commit`` ends in ``-dirty``): its rows
+    could not be traced to a commit. ``allow_dirty`` (None: whether ``$SANDBOX_ALLOW_DIRTY`` is set)
+    lets it run; returns whether it runs dirty by leave. A run into a folder outside the repository
+    commits nothing and is not checked."""
+    allow = bool(os.environ.get("SANDBOX_ALLOW_DIRTY")) if allow_dirty is None else bool(allow_dirty)
+    inside = Path(figures_dir).resolve().is_relative_to(provenance.ROOT)
+    if fidelity not in CLAIMS_FILE_FIDELITIES or not inside or not git_commit().endswith("-dirty"):
+        return False
+    if not allow:
+        raise ValueError(f"the tree has uncommitted changes ({git_commit()}): a {fidelity}-fidelity run must be made "
+                         "from a clean tree — commit first, or allow it (allow_dirty=True, SANDBOX_ALLOW_DIRTY=1), "
+                         "which CLAIMS.md then states")
+    return True
 
 
 def reproduce_command(fidelity: str, workers: int | None, base_seed: int) -> str:

@@ -148,10 +148,11 @@ def published() -> dict[tuple[str, str], str]:
 
 def audit_rules() -> dict:
     """What the committed claims must pass beyond their tests (``sandbox.analysis.claim_audit``): the
-    post-hoc choices confirmed on other seeds and the identities whose consequences are sanity."""
-    from simulations.claim_rules import IDENTITIES, POSTHOC
+    post-hoc choices confirmed on other seeds, the identities whose consequences are sanity and the
+    starts a difference's arms must move from (``simulations.claim_rules.rules``)."""
+    from simulations.claim_rules import rules
 
-    return {"posthoc": POSTHOC, "identities": {figure: [p for p, _ in rows] for figure, rows in IDENTITIES.items()}}
+    return rules()
 
 
 def fail_causes() -> dict[tuple[str, str], str]:

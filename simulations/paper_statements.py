@@ -78,8 +78,11 @@ HEADLINES = [
     ("all-frictions", "longest-H-ppo", 25, "~5", ""),
     ("all-frictions", "longest-H-pmpo", 26, "~8", ""),
     ("all-frictions", "longest-H-dg", 27, "~13", ""),
-    ("async-signatures", "", 35, "", "not tested here: ESS/B below its synchronous value holds by construction "
-     "(a sanity check, `stale-ess-drops`), which says nothing of whether ESS *predicts* a collapse"),
+    ("async-signatures", "", 35, "", "async-signatures does not test it: ESS/B below its synchronous value holds by "
+     "construction (`stale-ess-drops`), which says nothing of whether ESS *predicts* a collapse"),
+    ("early-warning", "auc-ess_frac", 35, "", "early-warning asserts it, confounded: its ROC AUC pools every setting "
+     "of the figure, so low ESS marks the stale, strongly perturbed settings where collapses happen as well as the "
+     "steps before a collapse — a lead, not a test of prediction within a setting"),
     ("llm-staleness", "vcpo-*", 39, "", "a tiny LM at lag 16, not VCPO's 1.5–7B models"),
     ("async-signatures", "stale-cos-high", 58, "", ""),
     ("async-signatures", "*restores*", 59, "", "a tabular bandit stand-in: stale gradients there only lag, "
@@ -91,13 +94,19 @@ HEADLINES = [
      "that never solves is censored at the budget"),
 ]
 
-#: Why a claim of the committed paper tier fails, in one sentence each — reference behaviour, the
-#: budget, or genuine (CLAIMS.md prints it beside the FAIL; a FAIL without one is flagged there).
+#: Why a claim of the committed paper tier fails, in one sentence each, led by its kind: genuine;
+#: genuine and reproduced by the paper's own code; the budget (a longer run could change it); the
+#: friction's ceiling (the friction at this strength leaves nothing to separate: a stronger one
+#: could); or inconclusive (CLAIMS.md prints it beside the FAIL; a FAIL without one is flagged there).
 #: (figure, claim-name pattern) → cause.
 #: the frictions figure's rare-discovery panel: every method solves it
-_CEILING = ("budget (a ceiling): at 600 steps every method solves the task under rare discovery (DG at 0 in 8 of 8 "
-            "seeds, PG ≤ 0.06, PMPO ≤ 0.001), so the paired differences are ≈ 0 and each exact sign-flip interval "
-            "ends just above 0 (≤ +0.0003).")
+_CEILING = ("the friction's ceiling, not the budget: rare discovery at this strength does not stop any method — every "
+            "one solves the task (DG at 0 in 8 of 8 seeds, PG ≤ 0.06, PMPO ≤ 0.001) — so the paired differences are "
+            "≈ 0 and each exact sign-flip interval ends just above 0 (≤ +0.0003); rarer discoveries, not more steps, "
+            "could separate the methods.")
+#: rows whose baseline never solves within the budget: a censored ratio or slope is a bound, so it never
+#: "contradicts" a paper's statement (the headline table says "censored" instead)
+CENSORED = (("all-frictions", "dg-compute-advantage-*-vs-pg*"), ("all-frictions", "dg-compute-advantage-*-vs-pmpo"))
 FAIL_CAUSES: dict[tuple[str, str], str] = {
     ("reference-match", "pg-clean-matches-reference"):
         "inconclusive, not a shown difference: PG's mean reward is bimodal over seeds — 4 of 20 sandbox "
@@ -147,6 +156,10 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "genuine at this budget: with 10% of the tokens every seed is still at error ≈ 0.36 (0.35–0.37) at "
         "step 600, where REINFORCE has solved the task in 7 of 8 seeds (≤ 0.03; one stuck at 0.49) — "
         "screening to 10% slows learning here; whether it catches up later is not measured.",
+    ("kondo", "kondo30-keeps-learning"):
+        "genuine at 8 seeds, both arms at the task's floor: with 30% of the tokens every seed ends at error ≤ 0.001, "
+        "REINFORCE at ≤ 0.03 in 7 of 8 (one stuck at 0.49), so the paired differences are ≈ 0 but for that seed and "
+        "the exact interval ends at +0.0002 — screening to 30% keeps learning as well as REINFORCE; 'lower' is not shown.",
     ("reversal-scaling", "dg-cumulative-grows-slower-than-pg-H"):
         "genuine at this budget: DG's cumulative error is below PG's at every H ≥ 4 (H = 10: median 0.19 "
         "against 0.42), but both start from ≈ 0.01 at H = 2, so the per-seed log-log slopes are alike "
@@ -172,44 +185,50 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "genuine, a confounded control: the synchronous REINFORCE runs themselves fall in 3 of 8 seeds (see "
         "sync-control-stable), so the lag lowers the mean late reward by only 0.05 [−0.27, +0.16].",
     ("frictions", "dg-ten-x-pg-averaged"):
-        "reference behaviour, through the actor-bug panel: averaged over the four frictions PG's error is 1.9× DG's "
+        "genuine, through the actor-bug panel (which P2's own code reproduces): averaged over the four frictions PG's error is 1.9× DG's "
         "[1.7, 2.1] — held down by the actor bug, where DG's error is the larger (0.44× there; the reference code's "
         "own DG ends above PG too) — and 42× under staleness; 'roughly 10×' is not shown averaged.",
     ("frictions", "dg-ten-x-pmpo-averaged"):
-        "reference behaviour, through the actor-bug panel (see the PG row): PMPO's averaged error is 2.1× DG's "
+        "genuine, through the actor-bug panel (see the PG row): PMPO's averaged error is 2.1× DG's "
         "[2.0, 2.3]; under staleness alone it is 39×.",
     ("frictions", "dg-ten-x-pg-actor-bug"):
-        "reference behaviour: under the landmine bug PG's error is 0.44× DG's [0.24, 0.79] — the reverse of the "
+        "genuine, and reproduced by P2's own code: under the landmine bug PG's error is 0.44× DG's [0.24, 0.79] — the reverse of the "
         "statement, as in the reference code's own runs (the reference row).",
     ("frictions", "dg-ten-x-pmpo-actor-bug"):
-        "reference behaviour: every DG seed settles at error 0.36–0.38 under the bug, and PMPO's is 1.16× that "
+        "genuine: every DG seed settles at error 0.36–0.38 under the bug, and PMPO's is 1.16× that "
         "[1.11, 1.23].",
     ("frictions", "dg-ten-x-*-reward-corruption"):
         "genuine at this budget: under Bernoulli corruption at 0.3 the baselines' errors are 1.9–2.2× DG's "
         "(PG 2.2× [1.7, 2.9], PMPO 1.9× [1.6, 2.4]) after 600 of P2's 10,000 steps; larger, not 10×.",
     ("frictions", "dg-ten-x-*-rare-discovery"):
-        "budget (a ceiling): every method nearly solves the task under rare discovery, so the errors sit at the "
-        "evaluation's floor and their ratios are noise (PG 4.1× [0.7, 42], PMPO 1.4× [0.8, 2.8]).",
+        "the friction's ceiling, not the budget: rare discovery at this strength stops no method, so every error "
+        "sits at the evaluation's floor and the ratios are noise (PG 4.1× [0.7, 42], PMPO 1.4× [0.8, 2.8]).",
     ("frictions", "gac-matches-sync-at-high-staleness"):
         "genuine at this budget: GAC at D = 16 ends +0.25 [+0.12, +0.39] above GAC synchronous (per-position "
         "error; 90% exact interval), outside the ±0.1 band — as in the bandit stand-in, GAC does not undo the lag.",
     ("frictions", "reference-dg-below-pg-actor-bug-0.1"):
-        "reference behaviour — the paper's own code: at p_bug = 0.1 its friction-free learner ends with DG's error "
+        "genuine, in the paper's own code: at p_bug = 0.1 its friction-free learner ends with DG's error "
         "above PG's (+0.30 [0.24, 0.36] at step 600, 10 vs 20 independent seeds), the statement reversed.",
     ("mnist-staleness", "gac-matches-sync-at-high-staleness"):
         "genuine, and in GAC's favour: at D = 1000 GAC ends 2.0 points *below* its synchronous run (error 0.043 "
         "against 0.062; −0.020 [−0.023, −0.017]), outside the ±0.01 band — it does not match the synchronous "
         "baseline, it beats it (as PPO, GAC's base, does at D = 1000: 0.043).",
-    ("all-frictions", "dg-compute-advantage-grows-vs-*"):
+    ("all-frictions", "dg-compute-advantage-grows-vs-p[gm]*"):
         "budget (censoring): within 800 steps PMPO solves none of H ∈ {6, 8, 10} and PG few, so their steps to "
         "solve sit at the budget while DG's rise with H; the censored ratio then shrinks with H (slopes −1.8 "
-        "for PMPO, −0.9 for PG, −0.1 for PPO) — growth can only be measured where the baselines solve.",
-    ("all-frictions", "dg-compute-advantage-tenfold-vs-*"):
+        "for PMPO, −0.9 for PG) — growth can only be measured where the baselines solve.",
+    ("all-frictions", "dg-compute-advantage-grows-vs-ppo"):
+        "genuine, uncensored: PPO solves every H ∈ {6, 8, 10} within the 800 steps in every seed, as DG does, and "
+        "the per-seed slope of the log ratio against log H is −0.08 [−0.79, 0.65]: no growth shown.",
+    ("all-frictions", "dg-compute-advantage-tenfold-vs-pg*"):
         "budget (censoring): at H = 10 PG and PMPO never solve within the 800 steps, so their steps are the "
-        "budget and the ratio, 3.3× [2.7, 4.0] (PPO: 1.9× [1.5, 2.4]), is a lower bound that straddles √10; "
-        "longer runs (the GPU tier) are needed to show the order of magnitude.",
+        "budget and the ratio, 3.3× [2.7, 4.0], is a lower bound that straddles √10; longer runs (the GPU tier) "
+        "are needed to show the order of magnitude.",
+    ("all-frictions", "dg-compute-advantage-tenfold-vs-ppo"):
+        "genuine, uncensored: PPO solves H = 10 within the 800 steps in every seed, and needs 1.9× [1.5, 2.4] DG's "
+        "steps — fewer than the tenfold stated.",
     ("actor-bug-map", "dg-below-pg-p0.03-m0"):
-        "reference behaviour: without a penalty the landmine reverses the statement at every p_bug, here "
+        "genuine, and reproduced by P2's own code: without a penalty the landmine reverses the statement at every p_bug, here "
         "+0.19 [0.09, 0.30] (PG lower), as the reference code's own DG does at p_bug = 0.1.",
     ("actor-bug-map", "dg-below-pg-p0.03-m-0.5"):
         "genuine at this seed count, a bimodal metric: the paired differences scatter from −0.36 to +0.32 "
@@ -218,11 +237,11 @@ FAIL_CAUSES: dict[tuple[str, str], str] = {
         "genuine at this budget: 7 of 8 seeds end with DG and PG at the same error, one seed favours DG by 0.11, "
         "so the exact interval ends at 0.",
     ("frictions", "dg-below-pg-actor-bug-0.1"):
-        "reference behaviour: the reference code itself ends with DG above PG here (its friction-free learner "
+        "genuine, and reproduced by P2's own code: the reference code itself ends with DG above PG here (its friction-free learner "
         "at step 600: DG − PG error +0.30 [0.24, 0.36], the INFO row below), and reference-match finds the "
         "sandbox equivalent to it on this configuration; ours is +0.27 [0.20, 0.34].",
     ("frictions", "dg-below-pg-actor-bug-0.3"):
-        "reference behaviour, at a stronger bug than the reference was run at: every DG seed settles at error "
+        "genuine, at a stronger bug than P2's own code was run at (which shows the same at 0.1): every DG seed settles at error "
         "0.36–0.38, as at p = 0.1, while PG's seeds end at 0.05–0.33.",
     ("frictions", "dg-below-pg-rare-discovery-0.01"): _CEILING,
     ("frictions", "dg-below-pg-rare-discovery-0.03"): _CEILING,
@@ -236,17 +255,33 @@ def fail_causes() -> dict[tuple[str, str], str]:
 
 
 def _ours(claim) -> str:
-    """Our number and what it says of the paper's statement (supports / contradicts / inconclusive)."""
+    """Our number and what it says of the paper's statement (supports / contradicts / inconclusive; a
+    censored row — ``CENSORED`` — is a bound, so it never contradicts)."""
     verdict = "" if claim.verdict == "INFO" else f" **{claim.verdict}**"
     says = f", {claim.agreement}" if claim.verdict in ("INFO", "FAIL") and claim.agreement != "inconclusive" else ""
+    if says == ", contradicts" and any(claim.figure == f and fnmatchcase(claim.name, p) for f, p in CENSORED):
+        says = ", censored (a bound: it cannot contradict)"
     return f"{claim.interval} ({claim.n} seeds){verdict}{says}"
+
+
+def _settled(results_dir: str | Path, fidelity: str) -> dict[str, list]:
+    """Every figure's stored claims with the class ``claim_audit.settle`` gives them, settled together
+    as CLAIMS.md shows them: figure → claims."""
+    from sandbox.claims_file import settled_claims
+    from simulations.claim_rules import STARTS
+
+    paths = sorted((Path(results_dir) / "claims").glob(f"*.{fidelity}.json"))
+    per_figure = settled_claims([load_claims(p) for p in paths], published(), STARTS)
+    return {p.name.removesuffix(f".{fidelity}.json"): claims for p, claims in zip(paths, per_figure)}
 
 
 def headline_markdown(results_dir: str | Path, fidelity: str) -> str:
     """The published-vs-sandbox table (README and ``CLAIMS.md``): one row per headline, with our
-    measured value or verdict and its 95% interval over seeds, read from the stored claims, and
-    whether our measurement supports or contradicts a qualitative statement."""
+    measured value or verdict and its 95% interval over seeds, read from the stored claims as
+    settled, evidence only (a sanity check tests no paper's statement), and whether our measurement
+    supports or contradicts a qualitative statement."""
     table = pd.read_csv(DATA)
+    settled = _settled(results_dir, fidelity)
     rows = ["| paper | quantity | method | published | third-party reading (unverified) | sandbox, 95% interval "
             "(seeds) | why they may differ |", "|---|---|---|---|---|---|---|"]
     for row in dict.fromkeys(entry[2] for entry in HEADLINES):  # one line per published row, in order
@@ -255,8 +290,7 @@ def headline_markdown(results_dir: str | Path, fidelity: str) -> str:
         named = entry["kind"] == "text"  # a qualitative statement: say which of our claims tests it
         ours, whys, readings = [], [], []
         for figure, pattern, _, reading, why in (h for h in HEADLINES if h[2] == row):
-            path = Path(results_dir) / "claims" / f"{figure}.{fidelity}.json"
-            found = [c for c in load_claims(path) if pattern and fnmatchcase(c.name, pattern)] if path.is_file() else []
+            found = [c for c in settled.get(figure, []) if pattern and c.kind == "evidence" and fnmatchcase(c.name, pattern)]
             text = "; ".join((f"{c.name} " if named else "") + _ours(c) for c in found)
             ours.append(f"`{figure}`: " + (text or ("not tested" if not pattern else f"not run yet at {fidelity} fidelity")))
             whys += [why] if why else []

@@ -1,6 +1,8 @@
 """The committed paper-tier claims pass the rules that make a row evidence (sandbox.analysis.claim_audit):
-discrimination, one measurement per row, confirmation of every post-hoc choice, identities as
-sanity, no contradiction left in INFO — and CLAIMS.md shows exactly the rows of claims.json."""
+one measurement per row, verdicts independent of order, discrimination by magnitude, arms that
+moved, verifiable CHECKs, confirmation of every post-hoc choice, identities as sanity, no decided
+paper statement left in INFO — every row holds the class ``claim_audit.settle`` recomputes, CLAIMS.md
+shows exactly the rows of claims.json, and the README and docs/figures.md show its counts."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import pytest
 
 import simulations
 from sandbox.analysis import claim_audit
-from sandbox.analysis.claim_table import Claim
+from sandbox.analysis.claim_counts import COUNT_PAGES, refresh_counts
+from sandbox.analysis.claim_table import Claim, from_dict
 from sandbox.claims_file import _cell
 from simulations import claim_rules
 
@@ -25,12 +28,33 @@ FIGURES = ROOT / "paper_figures"
 def committed() -> list[Claim]:
     simulations.load_families()
     entries = json.loads((FIGURES / "claims.json").read_text())
-    return [Claim(**{**e, "values": tuple(e["values"])}) for e in entries]
+    return [from_dict(e) for e in entries]
 
 
 def test_every_committed_evidence_row_passes_the_audit(committed):
     violations = claim_audit.audit(committed, published=simulations.published(), **simulations.audit_rules())
     assert violations == [], "\n".join(violations)
+
+
+def test_every_row_holds_the_class_the_rules_recompute(committed):
+    again = claim_audit.settle(committed, simulations.published(), simulations.audit_rules()["starts"])
+    changed = [f"{c.figure}/{c.name}: {c.verdict} → {d.verdict}" for c, d in zip(committed, again) if c != d]
+    assert changed == [], changed
+
+
+def test_the_front_page_and_the_figures_page_show_the_committed_counts():
+    text = (FIGURES / "CLAIMS.md").read_text()
+    for page, (link, per_figure) in COUNT_PAGES.items():
+        shown = (ROOT / page).read_text()
+        assert shown == refresh_counts(shown, text, link, per_figure), \
+            f"{page}: its claim counts are not CLAIMS.md's: run python -m sandbox.analysis.claim_counts"
+    evidence = [c for c in claim_audit.asserted_evidence(_rows()) if c.kind == "evidence"]
+    readme = (ROOT / "README.md").read_text()
+    assert f"{sum(c.passed is False for c in evidence)} FAIL" in readme
+
+
+def _rows() -> list[Claim]:
+    return [from_dict(e) for e in json.loads((FIGURES / "claims.json").read_text())]
 
 
 def test_every_asserted_evidence_row_carries_its_per_seed_vector(committed):

@@ -1,79 +1,152 @@
-"""What makes an asserted claim evidence beyond its own test: the checks a claim table must pass.
+"""What makes a claim row evidence beyond its own test: the rules every row of a claim table must
+pass, whatever its label, and ``settle``, which gives each row the class those rules allow.
 
-* **Identity** (``same_measurement``): two asserted evidence rows whose per-seed vectors agree —
-  within ``IDENTITY_RTOL`` of their scale, or correlated with |r| ≥ ``IDENTITY_CORR`` over at least
-  ``IDENTITY_MIN_N`` seeds — are one measurement, whatever their statements say (TIS's error is
-  REINFORCE's when the ratio is 1 on-policy; "REINFORCE fails" stated twice on one set of values).
-  One row must cover them. A constant vector (every seed the same value, e.g. every seed solved)
-  identifies nothing and is not compared; fewer than ``IDENTITY_MIN_N`` seeds are compared only by
-  agreement, because a correlation over a few points is ±1 by chance.
-* **Discrimination**: an asserted equivalence row (``test == 'equivalent'``) must carry the record of
-  its two checks (``ClaimBook.equivalent``): both curves informative, and the same test against the
-  other method's data failing. Without them it can pass for two methods that never learned.
+* **Identity** (``claim_identity.same_vectors``: agreement, an affine map robust to one seed, a
+  monotone map, a subset of seeds): two asserted evidence rows that are one measurement must be
+  one row; an asserted evidence row that is one measurement with a sanity row, or with a row an
+  identity implies, is that identity restated (a Cauchy–Schwarz bound under a new name).
+* **Order** (``hidden_fail_violations``): of rows that are one measurement, a FAIL counts before a
+  PASS (``ClaimBook.record``), so a reported row whose own interval would FAIL beside an asserted
+  PASS twin is a FAIL hidden by the order the rows were stated in.
+* **Discrimination by magnitude**: an asserted equivalence or non-inferiority PASSes only if its
+  band is narrower than a gap the same data show elsewhere — ``gap``, the same test against the
+  other method, lies wholly outside the band — not merely because that test failed (a noisier
+  comparison arm fails any TOST). A difference claim with a declared start (``starts``: chance
+  error, the untrained value) PASSes only if the arm it favours moved from it by the declared
+  margin: two arms at chance are not shown apart by a method (a FAIL stays a FAIL).
+* **Sanity**: a CHECK row must be an identity or closed form the audit can verify: a number
+  computed without sampling (n = 0) that is exact (a point) or within its stated tolerance
+  ("≤ TOL" in its detail). A statistic over seeds is never a CHECK.
 * **Confirmation**: a row whose window, band, threshold or seed set was chosen after its data
-  (``choice``) is asserted only on seeds never used to make the choice; the row that saw the data
-  is reported (INFO). ``posthoc`` lists the choices a figure registry declares, each of which must
-  appear as an asserted confirmation row.
-* **Identities**: ``identities`` lists, per figure, the claims that an identity or a theorem implies
+  (``choice``) is asserted only on seeds never used to make the choice; ``posthoc`` lists the
+  choices a figure registry declares, each of which must appear as an asserted confirmation row.
+* **Identities**: ``identities`` lists, per figure, the claims an identity or a theorem implies
   (claim-name patterns); such a row must be a sanity check, never evidence.
-* **Contradictions**: a reported row that tests a paper's statement (``published``) and whose
-  interval contradicts it must be asserted — a FAIL, counted, with its cause — not left in INFO.
+* **Reported rows**: a reported row that tests a paper's statement (``published``) and whose
+  interval decides it — supports or contradicts — is asserted, unless its measurement is counted by
+  an asserted row, its choice was made on its data, or its arms never moved.
 
 ``audit`` returns one line per violation; ``sandbox reproduce`` prints them and a test enforces that
-the committed paper-tier table has none.
+the committed paper-tier table has none. ``settle`` applies the remedies (a row becomes INFO, or a
+decided INFO row is asserted), independently of the order of the rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 
 import numpy as np
 
+from sandbox.analysis.claim_identity import (
+    IDENTITY_CORR,
+    IDENTITY_MIN_N,
+    IDENTITY_RTOL,
+    same_vectors,
+)
 from sandbox.analysis.claim_table import Claim
+from sandbox.analysis.stats import interval
 
-#: vectors whose largest difference is below this share of their scale are the same measurement
-IDENTITY_RTOL = 1e-4
-#: |correlation| at or above which two per-seed vectors are the same measurement …
-IDENTITY_CORR = 0.999
-#: … counted only from this many seeds (over fewer, a correlation near ±1 happens by chance)
-IDENTITY_MIN_N = 8
 #: what an asserted equivalence row's ``checks`` must record
 DISCRIMINATION_CHECKS = ("informative:", "discriminates:")
+#: tests decided by a band (equivalence) or a margin (non-inferiority)
+BAND_TESTS = ("equivalent", "case:noninferior")
+#: a tolerance stated in a sanity row's detail ("max abs error ≤ 1e-12")
+TOLERANCE = re.compile(r"≤\s*([-+]?\d[\d.]*(?:[eE][-+]?\d+)?)")
+
+Starts = Mapping[tuple[str, str], tuple[float, float, str]]
+
+
+def _match(rules: Mapping | None, c: Claim):
+    return next((v for (f, p), v in (rules or {}).items() if f == c.figure and fnmatchcase(c.name, p)), None)
 
 
 def asserted_evidence(claims: Iterable[Claim]) -> list[Claim]:
     return [c for c in claims if c.kind == "evidence" and c.passed is not None]
 
 
-def same_vectors(x, y) -> str:
-    """Why per-seed vectors ``x`` and ``y`` are one measurement ('' if they are not): they agree
-    within ``IDENTITY_RTOL`` of their scale, or correlate with |r| ≥ ``IDENTITY_CORR`` (from
-    ``IDENTITY_MIN_N`` seeds on). Constant vectors, and vectors with a NaN, identify nothing."""
-    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
-    if x.size < 2 or x.shape != y.shape or not (np.isfinite(x).all() and np.isfinite(y).all()):
-        return ""
-    if np.ptp(x) == 0 or np.ptp(y) == 0:  # a constant vector identifies nothing
-        return ""
-    scale = max(np.abs(x).max(), np.abs(y).max())
-    gap = float(np.abs(x - y).max())
-    if gap <= IDENTITY_RTOL * scale:
-        return f"their {x.size} per-seed values agree to {gap:.2g}"
-    if x.size >= IDENTITY_MIN_N:
-        r = float(np.corrcoef(x, y)[0, 1])
-        if abs(r) >= IDENTITY_CORR:
-            return f"their {x.size} per-seed values correlate at r = {r:.5f}"
-    return ""
+def segments(c: Claim) -> tuple:
+    """The per-seed vectors a row measures: the two arms of an unpaired comparison (its values are
+    the arms side by side), else its one vector."""
+    if len(c.arms) == 2 and len(c.values) == len(c.arms[0]) + len(c.arms[1]):
+        return tuple(c.arms)
+    return (c.values,)
 
 
 def same_measurement(a: Claim, b: Claim) -> str:
-    """Why rows ``a`` and ``b`` are one measurement ('' if they are not): ``same_vectors`` of the
-    per-seed vectors their tests ran on."""
-    return same_vectors(a.values, b.values)
+    """Why rows ``a`` and ``b`` are one measurement ('' if not): ``same_vectors`` of their per-seed
+    vectors, arm by arm for two unpaired comparisons (both arms must be one measurement; sharing one
+    arm is not enough). One arm of an unpaired comparison tested alone is a different hypothesis."""
+    sa, sb = segments(a), segments(b)
+    if len(sa) != len(sb):
+        return ""
+    if len(sa) == 1:
+        return same_vectors(a.values, b.values)
+    for order in (sb, sb[::-1]):
+        whys = [same_vectors(x, y) for x, y in zip(sa, order)]
+        if all(whys):
+            return "arm by arm: " + "; ".join(whys)
+    return ""
 
 
-def identity_violations(claims: Iterable[Claim]) -> list[str]:
-    """Every pair of asserted evidence rows that is one measurement, as a line naming both."""
+def would_pass(c: Claim) -> bool | None:
+    """The verdict a row's interval gives its statement if asserted (None: it states no side)."""
+    return None if not c.side else c.agreement == "supports"
+
+
+def unverifiable(c: Claim) -> str:
+    """Why a sanity row cannot be a CHECK the audit verifies ('' when it can)."""
+    if c.n:
+        return f"a statistic over {c.n} seeds, not an identity the audit can verify"
+    if c.estimate == c.low == c.high:
+        return ""  # a number computed without sampling, checked exactly
+    match = TOLERANCE.search(c.detail or "")
+    if not match:
+        return "an interval with no stated tolerance, not an identity the audit can verify"
+    if not c.high <= float(match.group(1)):
+        return f"its worst value {c.high:g} exceeds its stated tolerance {match.group(1)}"
+    return ""
+
+
+def undiscriminating(c: Claim) -> str:
+    """Why an equivalence or non-inferiority row cannot PASS as evidence ('' when it can): its band
+    must be narrower than the gap the same test shows against the other method."""
+    if not (c.band and c.gap):
+        return "no gap recorded beside its band: nothing shows the band could tell two methods apart"
+    (low, high), (_, gap_low, gap_high) = c.band, c.gap
+    if gap_low >= high or gap_high <= low:
+        return ""
+    return (f"the gap the same data show ({gap_low:.4g} to {gap_high:.4g}) is not wholly outside its band "
+            f"({low:.4g}, {high:.4g}): the band is not narrower than a gap these data show")
+
+
+def unmoved(c: Claim, starts: Starts | None) -> str:
+    """Why a difference row does not show a method at work ('' when it does, or no start is
+    declared): the arm it favours (``a``: the one stated lower, or higher) must have moved from the
+    start — its 95% interval of the mean beyond the start by the margin. Arms that both sit at chance
+    are not told apart by a method; a method that learned beside a baseline that did not is."""
+    rule = _match(starts, c) if c.test == "difference" else None
+    if rule is None:
+        return ""
+    start, margin, what = rule
+    if len(c.arms) != 2:
+        return f"its arms are not recorded, so nothing shows the favoured one moved from {what} ({start:g})"
+    x = np.asarray(c.arms[0], dtype=float)
+    x = x[np.isfinite(x)]
+    iv = interval(x, "mean") if x.size > 1 and np.ptp(x) > 0 else None
+    low, high = (iv.low, iv.high) if iv else (float(np.mean(x)),) * 2 if x.size else (np.nan, np.nan)
+    if low > start + margin or high < start - margin:
+        return ""
+    return (f"favoured arm ({np.mean(x):.3g} [{low:.3g}, {high:.3g}]) did not move from {what} ({start:g}) by "
+            f"{margin:g}: a method that never learned is not shown to beat another")
+
+
+def identity_violations(claims: Iterable[Claim], identities: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+    """Pairs of asserted evidence rows that are one measurement, and asserted evidence rows that are
+    one measurement with a sanity row or a row an identity implies."""
+    claims = list(claims)
     rows, out = asserted_evidence(claims), []
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
@@ -81,26 +154,70 @@ def identity_violations(claims: Iterable[Claim]) -> list[str]:
             if why:
                 out.append(f"{a.figure}/{a.name} and {b.figure}/{b.name} are one measurement ({why}): "
                            "state them in one row, or make the implied one a sanity check")
+    implied = [c for c in claims if c.kind == "sanity" or any(fnmatchcase(c.name, p)
+                                                              for p in (identities or {}).get(c.figure, ()))]
+    seen = [c for c in claims if c.choice and "confirmed on" not in c.choice]
+    for a in rows:
+        for b in implied + seen:
+            why = b is not a and same_measurement(a, b)
+            if why:
+                what = ("holds by construction: an identity is a sanity check, never evidence" if b in implied else
+                        "saw the data that made its choice: assert the choice on seeds never used to make it")
+                out.append(f"{a.figure}/{a.name} restates {b.figure}/{b.name}, which {what} ({why})")
     return out
 
 
+def hidden_fail_violations(claims: Iterable[Claim]) -> list[str]:
+    """Reported rows whose own interval would FAIL beside an asserted PASS row of the same measurement."""
+    claims = list(claims)
+    passes = [c for c in asserted_evidence(claims) if c.passed]
+    return [f"{c.figure}/{c.name}: reported, but its interval would FAIL and it is one measurement with the asserted "
+            f"PASS {t.figure}/{t.name}: a FAIL counts before a PASS, whatever the order"
+            for c in claims if c.kind == "evidence" and c.passed is None and would_pass(c) is False
+            for t in passes if same_measurement(c, t)]
+
+
 def discrimination_violations(claims: Iterable[Claim]) -> list[str]:
-    return [f"{c.figure}/{c.name}: an asserted equivalence without its discrimination checks "
-            f"({', '.join(DISCRIMINATION_CHECKS)} in its checks): it could pass for two methods that never learned"
-            for c in asserted_evidence(claims)
-            if c.test == "equivalent" and not all(k in c.checks for k in DISCRIMINATION_CHECKS)
-            and not (c.passed is False and "shown apart:" in c.checks)]
+    """Asserted equivalences without their checks, or PASSing with a band no narrower than the gap."""
+    out = []
+    for c in asserted_evidence(claims):
+        if c.test not in BAND_TESTS:
+            continue
+        if c.passed and undiscriminating(c):
+            out.append(f"{c.figure}/{c.name}: an asserted equivalence PASSes with {undiscriminating(c)}")
+        elif c.test == "equivalent" and not all(k in c.checks for k in DISCRIMINATION_CHECKS) \
+                and not (c.passed is False and "shown apart:" in c.checks):
+            out.append(f"{c.figure}/{c.name}: an asserted equivalence without its discrimination checks "
+                       f"({', '.join(DISCRIMINATION_CHECKS)} in its checks): it could pass for two methods that never "
+                       "learned")
+    return out
 
 
-def confirmation_violations(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None = None) -> list[str]:
+def movement_violations(claims: Iterable[Claim], starts: Starts | None = None) -> list[str]:
+    """PASSing differences whose arms did not both move from their declared start (a FAIL stays:
+    a claim not shown is not shown, whether or not anything learned)."""
+    return [f"{c.figure}/{c.name}: a difference PASSes though its {unmoved(c, starts)}"
+            for c in asserted_evidence(claims) if c.passed and unmoved(c, starts)]
+
+
+def sanity_violations(claims: Iterable[Claim]) -> list[str]:
+    return [f"{c.figure}/{c.name}: a CHECK that is {unverifiable(c)}" for c in claims
+            if c.kind == "sanity" and c.passed and unverifiable(c)]
+
+
+def confirmation_violations(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None = None,
+                            starts: Starts | None = None) -> list[str]:
     """A row asserted on the seeds that made its choice, and a declared post-hoc choice
-    ``{(figure, claim-name pattern): what}`` without an asserted confirmation row."""
+    ``{(figure, claim-name pattern): what}`` without a confirmation row on other seeds that is
+    asserted — or reported for a reason the audit verifies (its band no narrower than the gap, its
+    favoured arm never moved)."""
     claims = list(claims)
     out = [f"{c.figure}/{c.name}: its choice ({c.choice}) was made on its own data and it is asserted: "
            "assert it on seeds never used to make the choice, report this one"
            for c in asserted_evidence(claims) if c.choice and "confirmed on" not in c.choice]
     for (figure, pattern), what in (posthoc or {}).items():
-        rows = [c for c in asserted_evidence(claims) if c.figure == figure and fnmatchcase(c.name, pattern)]
+        rows = [c for c in claims if c.kind == "evidence" and c.figure == figure and fnmatchcase(c.name, pattern)
+                and (c.passed is not None or (c.test in BAND_TESTS and undiscriminating(c)) or unmoved(c, starts))]
         if not any("confirmed on" in c.choice for c in rows):
             out.append(f"{figure}/{pattern}: the post-hoc choice ({what}) has no asserted row confirmed on other seeds")
     return out
@@ -114,29 +231,70 @@ def identity_label_violations(claims: Iterable[Claim], identities: Mapping[str, 
             if c.kind == "evidence" and any(fnmatchcase(c.name, p) for p in (identities or {}).get(c.figure, ()))]
 
 
-def contradiction_violations(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | None = None) -> list[str]:
-    """Reported rows that state a paper's claim (``published``: (figure, claim-name pattern) → the
-    paper's statement) whose interval lies entirely on the other side: a result that contradicts a
-    paper is an asserted FAIL, never INFO — unless the row repeats an asserted row's measurement."""
-    claims = list(claims)
+def _excused(c: Claim, asserted: list[Claim], starts: Starts | None) -> bool:
+    """Whether a reported row may stay reported though it decides a paper's statement: its
+    measurement is counted by an asserted row, its choice was made on its data, or its arms never moved."""
+    return ((bool(c.choice) and "confirmed on" not in c.choice) or (would_pass(c) and bool(unmoved(c, starts)))
+            or any(same_measurement(c, a) for a in asserted))
+
+
+def _deciding(claims: list[Claim], published: Mapping | None, starts: Starts | None) -> list[Claim]:
     asserted = asserted_evidence(claims)
-    return [f"{c.figure}/{c.name}: reported, but its interval contradicts the paper's statement it tests: assert it"
-            for c in claims
-            if c.kind == "evidence" and c.passed is None and c.agreement == "contradicts"
-            and any(f == c.figure and fnmatchcase(c.name, p) for f, p in (published or {}))
-            and not any(same_measurement(c, a) for a in asserted)]
+    return [c for c in claims if c.kind == "evidence" and c.passed is None and would_pass(c) is not None
+            and c.agreement != "inconclusive" and _match(published, c) is not None
+            and not _excused(c, asserted, starts)]
+
+
+def published_violations(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | None = None,
+                         starts: Starts | None = None) -> list[str]:
+    """Reported rows that test a paper's statement (``published``: (figure, claim-name pattern) →
+    the statement) and whose interval decides it: asserted rows, never INFO (``_excused`` aside)."""
+    return [f"{c.figure}/{c.name}: reported, but its interval {c.agreement} the paper's statement it tests: assert it"
+            for c in _deciding(list(claims), published, starts)]
+
+
+#: the old name of the rule on reported rows (it first covered contradictions only)
+contradiction_violations = published_violations
 
 
 def audit(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None = None,
           identities: Mapping[str, Iterable[str]] | None = None,
-          published: Mapping[tuple[str, str], str] | None = None) -> list[str]:
+          published: Mapping[tuple[str, str], str] | None = None, starts: Starts | None = None) -> list[str]:
     """Every violation of the module's rules in ``claims`` (one line each; empty when they hold)."""
     claims = list(claims)
-    return (identity_violations(claims) + discrimination_violations(claims)
-            + confirmation_violations(claims, posthoc) + identity_label_violations(claims, identities)
-            + contradiction_violations(claims, published))
+    return (identity_violations(claims, identities) + hidden_fail_violations(claims)
+            + discrimination_violations(claims) + movement_violations(claims, starts) + sanity_violations(claims)
+            + confirmation_violations(claims, posthoc, starts) + identity_label_violations(claims, identities)
+            + published_violations(claims, published, starts))
 
 
-__all__ = ["DISCRIMINATION_CHECKS", "IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL", "asserted_evidence",
-           "audit", "confirmation_violations", "contradiction_violations", "discrimination_violations", "identity_label_violations",
-           "identity_violations", "same_measurement", "same_vectors"]
+def _demote(c: Claim, why: str) -> Claim:
+    return dataclasses.replace(c, passed=None, detail=f"not evidence ({why}): {c.detail}")
+
+
+def settle(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | None = None,
+           starts: Starts | None = None) -> list[Claim]:
+    """``claims`` with each row's class recomputed under the rules, in their order: an unverifiable
+    CHECK, an equivalence PASSing without a gap wider than its band and a difference whose arms never
+    moved are reported (INFO, with the reason); then a reported row that decides a paper's statement
+    is asserted (its interval's verdict). Twins are resolved as ``ClaimBook.record`` does
+    (a FAIL before a PASS); the result does not depend on the order of ``claims``."""
+    out = []
+    for c in claims:
+        if c.kind == "sanity" and c.passed and unverifiable(c):
+            c = dataclasses.replace(c, passed=None, detail=f"reported, not a CHECK ({unverifiable(c)}): {c.detail}")
+        elif c.kind == "evidence" and c.passed and c.test in BAND_TESTS and undiscriminating(c):
+            c = _demote(c, undiscriminating(c))
+        elif c.kind == "evidence" and c.passed and unmoved(c, starts):
+            c = _demote(c, unmoved(c, starts))
+        out.append(c)
+    decide = {id(c) for c in _deciding(out, published, starts)}
+    return [dataclasses.replace(c, passed=would_pass(c), detail=f"asserted: its interval decides the paper's "
+                                f"statement it tests ({c.detail})") if id(c) in decide else c for c in out]
+
+
+__all__ = ["BAND_TESTS", "DISCRIMINATION_CHECKS", "IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL",
+           "asserted_evidence", "audit", "confirmation_violations", "contradiction_violations",
+           "discrimination_violations", "hidden_fail_violations", "identity_label_violations", "identity_violations",
+           "movement_violations", "published_violations", "same_measurement", "same_vectors", "sanity_violations", "segments",
+           "settle", "undiscriminating", "unmoved", "unverifiable", "would_pass"]

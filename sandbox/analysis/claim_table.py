@@ -37,6 +37,9 @@ class Claim:
     values: tuple = ()  # the per-seed vector the test ran on (paired a − b, the values, or a then b)
     checks: str = ""  # what makes it evidence beyond its test (an equivalence's discrimination checks)
     choice: str = ""  # a window, band, threshold or seed set chosen after data: when, and the seeds it is confirmed on
+    arms: tuple = ()  # a difference's per-seed arms (a, b) before subtraction: whether each moved from its start
+    band: tuple = ()  # an equivalence's band (low, high): the interval of a − b (or a / b) it must lie inside
+    gap: tuple = ()  # (estimate, low, high) of the same test against the other method: the gap the band must undercut
 
     @property
     def agreement(self) -> str:
@@ -84,6 +87,13 @@ class Choice:
                 + (f"; confirmed on {confirmed_on}" if confirmed_on else ""))
 
 
+def from_dict(entry: dict) -> Claim:
+    """A ``Claim`` from its JSON form (lists back to tuples; fields older files lack take their defaults)."""
+    arms = tuple(tuple(arm) for arm in entry.get("arms", ()))
+    return Claim(**{**entry, "values": tuple(entry.get("values", ())), "arms": arms,
+                    "band": tuple(entry.get("band", ())), "gap": tuple(entry.get("gap", ()))})
+
+
 def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:
     """The claims a ``ClaimBook`` wrote to ``path``, the file's state and why (``read_record``):
     none when it is missing or corrupt (unreadable, truncated, edited); a file whose entries are not
@@ -92,7 +102,7 @@ def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:
     if state in ("missing", "corrupt"):
         return [], state, why
     try:
-        return [Claim(**{**c, "values": tuple(c.get("values", ()))}) for c in data], state, why
+        return [from_dict(c) for c in data], state, why
     except (TypeError, ValueError) as err:
         return [], "corrupt", f"not a list of claims: {err}"
 

@@ -36,39 +36,16 @@ import numpy as np
 from sandbox.analysis import claim_audit
 from sandbox.analysis.claim_table import KINDS, Choice, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
 from sandbox.analysis.claim_table import vector as _vector
+from sandbox.analysis.diverged import WORSE, score_diverged  # noqa: F401 (re-exported)
+from sandbox.analysis.diverged import per_seed as _seeds
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
 from sandbox.core.validation import check_choice, check_range
 from sandbox.jobs.store import write_record
 
-WORSE = (None, "high", "low")
 #: how a comparison over seeds is decided: Student/Welch t (near-normal metrics), or the exact
 #: sign-flip test (``sandbox.analysis.exact_tests``: bimodal or censored metrics, any shape)
 TESTS = ("t", "sign-flip")
-
-
-def _seeds(name: str, values) -> np.ndarray:
-    """Per-seed values as floats; ±inf (e.g. a threshold never reached) becomes NaN: diverged."""
-    x = np.asarray(values, dtype=float)
-    if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array of per-seed values, got shape {x.shape}")
-    return np.where(np.isinf(x), np.nan, x)
-
-
-def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | None,
-                   extra: tuple[float, ...] = ()) -> tuple[list[np.ndarray], int]:
-    """Replace NaN (diverged) seeds by the worst value: the highest or the lowest finite value among
-    ``samples`` and ``extra`` (a threshold); ``worse`` None scores sample i by ``against[i]`` (the
-    direction that counts against the claim). Returns the filled samples and the number replaced."""
-    check_choice("worse", worse, WORSE)
-    if len(against) != len(samples) or not set(against) <= {"high", "low"}:
-        raise ValueError(f"against must give 'high' or 'low' for each of the {len(samples)} samples, got {against}")
-    pool = np.concatenate([s[~np.isnan(s)] for s in samples] + [np.asarray(extra, dtype=float)])
-    count = int(sum(np.isnan(s).sum() for s in samples))
-    if count == 0 or pool.size == 0:
-        return samples, count
-    value = {"high": pool.max(), "low": pool.min()}
-    return [np.where(np.isnan(s), value[worse or side], s) for s, side in zip(samples, against)], count
 
 
 class ClaimBook:
@@ -87,39 +64,56 @@ class ClaimBook:
 
     # ------------------------------------------------------------------ recording
     def record(self, claim: Claim) -> Claim:
-        """Keep ``claim``; an asserted evidence claim that is one measurement with an earlier asserted
-        one (``claim_audit.same_measurement``) is kept as reported (INFO), naming that row: the
-        first row stated counts the measurement, a later one never counts it again."""
+        """Keep ``claim``, its class decided by ``claim_audit`` whatever the order of the rows: a CHECK
+        the audit cannot verify is reported; an asserted equivalence PASSes only with a gap wider than
+        its band; of asserted evidence rows that are one measurement (``claim_audit.same_measurement``)
+        one counts — a FAIL before a PASS, else the first — and the others are reported (INFO),
+        naming it. A FAIL thus never becomes INFO by being stated after its PASS twin."""
         check_choice("kind", claim.kind, KINDS)
         if not claim.name or not claim.statement:
             raise ValueError(f"a claim needs a name and a statement, got {claim.name!r} and {claim.statement!r}")
+        claim = claim_audit.settle([claim])[0] if claim.passed else claim
         if claim.kind == "evidence" and claim.passed is not None:
-            twin = next((c for c in claim_audit.asserted_evidence(self.claims) if claim_audit.same_measurement(c, claim)),
-                        None)
-            if twin is not None:
-                why = claim_audit.same_measurement(twin, claim)
-                claim = dataclasses.replace(claim, passed=None, detail=f"reported, not counted again: one measurement "
-                                            f"with {twin.name} ({why}): {claim.detail}")
+            twins = [c for c in claim_audit.asserted_evidence(self.claims) if claim_audit.same_measurement(c, claim)]
+            if twins and claim.passed is False and all(t.passed for t in twins):  # the FAIL counts, its twins not
+                self.claims = [self._twin(c, claim) if any(c is t for t in twins) else c for c in self.claims]
+            elif twins:
+                claim = self._twin(claim, twins[0])
         self.claims.append(claim)
         if self.path is not None:
             write_record(self.path, [dataclasses.asdict(c) for c in self.claims])
         return claim
 
+    @staticmethod
+    def _twin(claim: Claim, counted: Claim) -> Claim:
+        why = claim_audit.same_measurement(claim, counted)
+        return dataclasses.replace(claim, passed=None, detail=f"reported, not counted again: one measurement with "
+                                   f"{counted.name} ({why}): {claim.detail}")
+
+    def _pop(self, claim: Claim) -> None:
+        """Remove ``claim`` (or the row of its name, when ``record`` has since reported it as a twin)."""
+        i = next((i for i, c in enumerate(self.claims) if c is claim), None)
+        i = i if i is not None else next(i for i, c in enumerate(self.claims) if c.name == claim.name)
+        del self.claims[i]
+
     def holds(self, name: str, statement: str, interval: Interval, passed: bool | None, detail: str = "",
               kind: str = "evidence", n: int | None = None, diverged: int = 0, side: str = "",
-              against: float = 0.0, test: str = "", values=(), checks: str = "") -> Claim:
+              against: float = 0.0, test: str = "", values=(), checks: str = "", arms=(), band=(),
+              gap=()) -> Claim:
         """Record a claim decided by the caller from ``interval`` (n defaults to ``interval.n``);
         ``side`` and ``against`` say where the interval must lie ('below'/'above' the value);
-        ``values`` is the per-seed vector the test ran on (the identity check compares them)."""
+        ``values`` is the per-seed vector the test ran on (the identity check compares them);
+        ``arms`` a difference's two per-seed arms, ``band`` and ``gap`` an equivalence's (``Claim``)."""
         return self.record(Claim(self.figure, name, statement, float(interval.estimate), float(interval.low),
                                  float(interval.high), None if passed is None else bool(passed), detail, kind,
                                  int(interval.n if n is None else n), int(diverged), side, float(against), test,
-                                 _vector(values), checks))
+                                 _vector(values), checks, arms=tuple(_vector(arm) for arm in arms),
+                                 band=_vector(band), gap=_vector(gap)))
 
     def report(self, claim: Claim, why: str = "") -> Claim:
         """Keep a measured comparison in the table without asserting it (shown as INFO): for a
         spec claim that the current fidelity cannot settle. Pass the Claim a test method returned."""
-        self.claims.remove(claim)
+        self._pop(claim)
         because = f" ({why})" if why else ""
         return self.record(dataclasses.replace(claim, passed=None,
                                                detail=f"reported, not asserted{because}: {claim.detail}"))
@@ -135,7 +129,7 @@ class ClaimBook:
         return self._replace(claim, choice=choice.text(seeds))
 
     def _replace(self, claim: Claim, **changes) -> Claim:
-        self.claims.remove(claim)
+        self._pop(claim)
         return self.record(dataclasses.replace(claim, **changes))
 
     @staticmethod
@@ -165,7 +159,8 @@ class ClaimBook:
         self._one_row(name, kind, ("difference", sign, test, statistic, paired, *inputs))
         a, b = inputs
         return self.holds(name, statement, iv, passed, detail, kind, iv.n, count, "below" if sign < 0 else "above",
-                          -margin if sign < 0 else margin, "difference", a - b if paired else np.concatenate([a, b]))
+                          -margin if sign < 0 else margin, "difference", a - b if paired else np.concatenate([a, b]),
+                          arms=(a, b))
 
     def _one_row(self, name: str, kind: str, key: tuple) -> None:
         """Refuse an evidence claim that repeats the measurement of an earlier one (same inputs)."""
@@ -287,15 +282,16 @@ class ClaimBook:
         passed, iv, band_text = self._tost(a, b, band, paired, log, alpha, test)
         detail = (f"TOST at α = {alpha:g}: {1 - 2 * alpha:.0%} {iv.method} interval of a − b inside {band_text}, the "
                   f"band declared before the data; {a.size} vs {b.size} seeds{note}")
-        checks, refused = self._discrimination(a, b, band, paired, log, alpha, worse, trivial, margin, other,
-                                               other_label, test)
+        checks, refused, gap = self._discrimination(a, b, band, paired, log, alpha, worse, trivial, margin, other,
+                                                    other_label, test)
         low, high = (1 / band, band) if log else (-band, band)
         if iv.low >= high or iv.high <= low:  # shown apart by more than the band: a difference needs no discrimination
             checks.append(f"shown apart: the interval lies outside the band{' (' + '; '.join(refused) + ')' if refused else ''}")
         elif refused:
             passed, detail = None, f"not evidence ({'; '.join(refused)}): {detail}"
         return self.holds(name, statement, iv, passed, detail, "evidence", min(a.size, b.size), count,
-                          test="equivalent", values=np.concatenate([a, b]), checks="; ".join(checks))
+                          test="equivalent", values=np.concatenate([a, b]), checks="; ".join(checks), band=(low, high),
+                          gap=gap, arms=(a, b))
 
     @staticmethod
     def _tost(a, b, band, paired, log, alpha, test="t") -> tuple[bool, Interval, str]:
@@ -309,9 +305,11 @@ class ClaimBook:
         return bool(-band < iv.low and iv.high < band), iv, f"(−{band:g}, {band:g})"
 
     def _discrimination(self, a, b, band, paired, log, alpha, worse, trivial, margin, other, other_label, test):
-        """The equivalence's two discrimination checks: what holds (``checks``) and what does not (``refused``)."""
+        """The equivalence's two discrimination checks: what holds (``checks``), what does not
+        (``refused``) and the gap — the same test against ``other`` — that must lie wholly outside the
+        band: the band must be narrower than a gap these data show, not merely fail a noisier test."""
         if trivial is None or margin is None or other is None:
-            return [], ["no discrimination check declared: trivial value, margin and the other method's data"]
+            return [], ["no discrimination check declared: trivial value, margin and the other method's data"], ()
         check_range("margin", float(margin), low=0.0)
         checks, refused = [], []
         for label, x in (("a", a), ("b", b)):
@@ -327,13 +325,14 @@ class ClaimBook:
         other = _seeds("other", other)
         (other,), _ = score_diverged([other], ["low" if worse == "low" else "high"], worse)
         same_seeds = paired and other.shape == a.shape  # the other method on the same seeds: paired too
-        apart, iv, _ = self._tost(a, other, band, same_seeds, log, alpha, test if same_seeds else "t")
+        _, iv, _ = self._tost(a, other, band, same_seeds, log, alpha, test if same_seeds else "t")
+        low, high = (1 / band, band) if log else (-band, band)
         text = f"the same test against {other_label} gives {iv}"
-        if apart:
-            refused.append(f"cannot discriminate: {text}, inside the band")
+        if iv.low >= high or iv.high <= low:
+            checks.append(f"discriminates: {text}, wholly outside the band: a gap wider than the band")
         else:
-            checks.append(f"discriminates: {text}, outside the band")
-        return checks, refused
+            refused.append(f"cannot discriminate: {text}, not wholly outside the band")
+        return checks, refused, (iv.estimate, iv.low, iv.high)
 
     def measure(self, name: str, statement: str, values, worse: str, statistic: str = "mean") -> Claim:
         """A measured quantity (e.g. DG's final error at D = 1,000) with its interval over seeds,

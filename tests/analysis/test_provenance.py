@@ -24,3 +24,49 @@ def test_rewritten_paper_figures_do_not_make_a_record_dirty_but_an_edited_source
     assert provenance.git_commit() == clean
     (tmp_path / "code.py").write_text("x = 2")
     assert provenance.git_commit() == clean + "-dirty"
+
+
+def test_a_paper_run_into_the_repository_refuses_a_dirty_tree_unless_allowed(tmp_path, monkeypatch):
+    import pytest
+
+    from sandbox import reproduce
+
+    monkeypatch.setattr(reproduce, "git_commit", lambda: "abc1234-dirty")
+    monkeypatch.delenv("SANDBOX_ALLOW_DIRTY", raising=False)
+    committed = provenance.ROOT / "paper_figures"
+    with pytest.raises(ValueError, match="uncommitted changes .*allow_dirty=True, SANDBOX_ALLOW_DIRTY=1"):
+        reproduce.check_clean("paper", committed, None)
+    assert reproduce.check_clean("paper", committed, True) is True  # allowed: CLAIMS.md says so
+    monkeypatch.setenv("SANDBOX_ALLOW_DIRTY", "1")
+    assert reproduce.check_clean("paper", committed, None) is True
+    assert reproduce.check_clean("paper", tmp_path, False) is False  # outside the repository: nothing committed
+    assert reproduce.check_clean("quick", committed, False) is False
+    monkeypatch.setattr(reproduce, "git_commit", lambda: "abc1234")
+    assert reproduce.check_clean("paper", committed, False) is False
+
+
+def test_claims_md_states_a_dirty_run_and_the_commit_of_recomputed_data(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from sandbox.analysis.claims import ClaimBook
+    from sandbox.claims_file import DATA_MADE_AT, DIRTY_STAMP, Previous, claims_markdown
+
+    results = tmp_path / "results"
+    ClaimBook("fig", results / "claims" / "fig.paper.json").less("a", "a below b", np.array([0.1, 0.2, 0.1]),
+                                                                 np.array([0.5, 0.6, 0.7]))
+    (results / "notebooks").mkdir(parents=True)
+    (results / "notebooks" / "fig.paper.json").write_text(json.dumps(
+        {"note": "n", "jobs": 1, "job_seconds": {"j": 1.0}, "commit": "new1234", "finished": "2026-11-28 09:00 UTC"}))
+    old = Previous.read_text("## Figures\n\n| h |\n|---|\n| `fig` | n | 1 | 1 s | 1 s | `old5678-dirty` 2026-11-27 | |\n")
+    kw = dict(command="sandbox reproduce --fidelity paper", previous=old, ran={"fig"})
+    text = claims_markdown([SimpleNamespace(name="fig")], "paper", results, restored={"fig"}, **kw)
+    assert f"`new1234` 2026-11-28 09:00 UTC; {DATA_MADE_AT} `old5678-dirty` 2026-11-27" in text
+    again = Previous.read_text(text)  # recomputed once more: the data's commit stays the first one's
+    text = claims_markdown([SimpleNamespace(name="fig")], "paper", results, restored={"fig"},
+                           **{**kw, "previous": again})
+    assert text.count(DATA_MADE_AT) == 1 and f"{DATA_MADE_AT} `old5678-dirty` 2026-11-27" in text
+    assert DIRTY_STAMP not in text
+    assert DIRTY_STAMP in claims_markdown([SimpleNamespace(name="fig")], "paper", results, allow_dirty=True, **kw)
