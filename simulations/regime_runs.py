@@ -52,7 +52,7 @@ ARMS = {arm.name: arm for arm in (
         steps=500, why="the bf16 mismatch of a 1,000-token answer (T·κ = 1) on T = 16, no correction"),
     Arm("lag10-tis", "table", estimator="tis", staleness={"kind": "fixed", "D": 10},
         why="10 updates stale, token-level truncated IS (the published lag-10 setting)"),
-    Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16},
+    Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16}, steps=500,
         why="16 updates stale, unclipped sequence-level IS (the published TIS-at-lag collapse, uncorrected)"),
 )}
 
