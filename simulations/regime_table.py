@@ -53,6 +53,14 @@ def _window(frame: pd.DataFrame, column: str, late: bool) -> float:
     return float(per_seed.median())
 
 
+def _distance(value: float, band: tuple[float, float]) -> str:
+    """'in range', or the ratio of ``value`` to the nearer end of ``band``."""
+    low, high = band
+    if not math.isfinite(value):
+        return "—"
+    return "in range" if low <= value <= high else f"{value / (low if value < low else high):.2g}×"
+
+
 def _fmt(x: float) -> str:
     if not math.isfinite(x):
         return "—"
@@ -61,14 +69,14 @@ def _fmt(x: float) -> str:
 
 def table(frame: pd.DataFrame) -> str:
     """The Markdown table of ``frame`` (``simulations.regime_runs.load()``): one row per quantity,
-    one column per arm (start → late), the published value, and the ratio of the compared arm's
-    start value to the published one (the distance, where it is outside the published range)."""
+    one column per arm (start → late), the published value, and the compared arm's distance to the
+    published range at the start and late ("in range", or its ratio to the nearer end)."""
     if frame.empty:
         return "(no committed regime runs yet)"
     arms = [a for a in ("control", "bf16", "bf16-long", "lag10-tis", "lag16-seq-is") if a in set(frame["arm"])]
     seeds = {a: f"{frame[frame.arm == a].base_seed.nunique()}×{frame[frame.arm == a].member.nunique()}" for a in arms}
     head = "| quantity | " + " | ".join(f"{a} ({seeds[a]} seeds) start → late" for a in arms) + \
-        " | published (source) | ratio, start |"
+        " | published (source) | distance, start → late |"
     lines = [head, "|" + "---|" * (len(arms) + 3)]
     for column, label, compared, band, text in ROWS:
         cells = []
@@ -77,10 +85,8 @@ def table(frame: pd.DataFrame) -> str:
             cells.append(f"{_fmt(_window(sub, column, False))} → {_fmt(_window(sub, column, True))}")
         ratio = "—"
         if band is not None and compared in arms:
-            value = _window(frame[frame.arm == compared], column, False)
-            low, high = band
-            if math.isfinite(value):
-                ratio = "in range" if low <= value <= high else f"{value / (low if value < low else high):.2g}× ({compared})"
+            ratio = " → ".join(_distance(_window(frame[frame.arm == compared], column, late), band)
+                               for late in (False, True)) + f" ({compared})"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} | {ratio} |")
     return "\n".join(lines)
 
