@@ -50,13 +50,12 @@ class SamplerRounding(Friction):
     a real value is a calibration. 0 (the default) is off: no rounding."""
 
     strength = "mantissa_bits"
-    mantissa_bits: float = 0.0  # b in [1, 52], or 0 (off)
+    mantissa_bits: float = 0.0  # b in (0, 52], or 0 (off)
     tail_rate: float = 0.0  # p: share of positions whose least likely token the sampler boosts, in [0, 1]
     tail_boost: float = 8.0  # Δ: that token's sampler logit is max + Δ (nats), in (0, 100]
 
     def __post_init__(self) -> None:
-        if self.mantissa_bits != 0:
-            check_range("mantissa_bits", self.mantissa_bits, low=1.0, high=52.0)
+        check_range("mantissa_bits", self.mantissa_bits, low=0.0, high=52.0)
         check_range("tail_rate", self.tail_rate, low=0.0, high=1.0)
         check_range("tail_boost", self.tail_boost, low=0.0, low_open=True, high=100.0)
 

@@ -39,7 +39,7 @@ def test_rounding_friction_is_deterministic_and_off_by_default():
     assert torch.equal(a, b) and not torch.equal(a, z)
     assert not make_friction("sampler_rounding").active and not make_friction("sampler_rounding", mantissa_bits=0).active
     with pytest.raises(ValueError, match="mantissa_bits"):
-        make_friction("sampler_rounding", mantissa_bits=0.5)
+        make_friction("sampler_rounding", mantissa_bits=-1.0)
 
 
 def test_adamw_matches_torch():
