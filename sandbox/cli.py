@@ -167,7 +167,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=results, figures_dir=figures,
                              workers=args.workers, backend=args.backend, ray_address=args.ray_address,
-                             rerun=args.rerun, base_seed=args.base_seed)
+                             rerun=args.rerun, base_seed=args.base_seed, allow_dirty=args.allow_dirty or None)
     finally:
         _stop_ray(started)
     print(summary(outcomes))
@@ -272,6 +272,9 @@ def add_reproduce_parser(sub) -> None:
                    help="exit 1 when a claim FAILs too (default: 0 when every figure was made — a FAIL is a result)")
     p.add_argument("--base-seed", type=int_at_least(0), default=0,
                    help="offset of every job's seed (K moves seeds by K·1000: an independent replication)")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="at paper fidelity, write into this repository from a tree with uncommitted changes "
+                        "(CLAIMS.md then says so; default: refused, or $SANDBOX_ALLOW_DIRTY)")
     p.set_defaults(func=cmd_reproduce, interrupted=RESUME)
 
 

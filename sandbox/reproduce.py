@@ -327,7 +327,7 @@ def check_clean(fidelity: str, figures_dir: Path, allow_dirty: bool | None) -> b
         return False
     if not allow:
         raise ValueError(f"the tree has uncommitted changes ({git_commit()}): a {fidelity}-fidelity run must be made "
-                         "from a clean tree — commit first, or allow it (allow_dirty=True, SANDBOX_ALLOW_DIRTY=1), "
+                         "from a clean tree — commit first, or allow it (--allow-dirty, allow_dirty=True, SANDBOX_ALLOW_DIRTY=1), "
                          "which CLAIMS.md then states")
     return True
 

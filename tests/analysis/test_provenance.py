@@ -34,7 +34,7 @@ def test_a_paper_run_into_the_repository_refuses_a_dirty_tree_unless_allowed(tmp
     monkeypatch.setattr(reproduce, "git_commit", lambda: "abc1234-dirty")
     monkeypatch.delenv("SANDBOX_ALLOW_DIRTY", raising=False)
     committed = provenance.ROOT / "paper_figures"
-    with pytest.raises(ValueError, match="uncommitted changes .*allow_dirty=True, SANDBOX_ALLOW_DIRTY=1"):
+    with pytest.raises(ValueError, match="uncommitted changes .*--allow-dirty, allow_dirty=True, SANDBOX_ALLOW_DIRTY=1"):
         reproduce.check_clean("paper", committed, None)
     assert reproduce.check_clean("paper", committed, True) is True  # allowed: CLAIMS.md says so
     monkeypatch.setenv("SANDBOX_ALLOW_DIRTY", "1")
@@ -70,3 +70,17 @@ def test_claims_md_states_a_dirty_run_and_the_commit_of_recomputed_data(tmp_path
     assert text.count(DATA_MADE_AT) == 1 and f"{DATA_MADE_AT} `old5678-dirty` 2026-11-27" in text
     assert DIRTY_STAMP not in text
     assert DIRTY_STAMP in claims_markdown([SimpleNamespace(name="fig")], "paper", results, allow_dirty=True, **kw)
+
+
+def test_reproduce_takes_allow_dirty_on_the_command_line(monkeypatch, tmp_path):
+    """``sandbox reproduce --allow-dirty`` hands allow_dirty=True to reproduce(); without it, None
+    (then ``$SANDBOX_ALLOW_DIRTY`` decides)."""
+    from sandbox import cli, reproduce
+
+    seen = []
+    monkeypatch.setattr(reproduce, "reproduce", lambda names, **kw: seen.append(kw["allow_dirty"]) or [])
+    monkeypatch.setattr(reproduce, "summary", lambda outcomes: "")
+    for flag in (["--allow-dirty"], []):
+        cli.main(["reproduce", "--fidelity", "quick", "--results", str(tmp_path / "r"), "--figures",
+                  str(tmp_path / "f"), *flag])
+    assert seen == [True, None]
