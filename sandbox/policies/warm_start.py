@@ -16,7 +16,7 @@ the tokens the traces never use — a real low-probability tail. ``traces(n, gen
 The checkpoint is cached in ``$SANDBOX_RESULTS/warm_starts`` (default ``results/warm_starts``) under a
 fingerprint of everything it depends on — the SFT knobs, ``key`` (what the traces are: the
 problem), the inner policy, the starting parameters, the SFT seed and the source of the modules
-that compute it — so a cached checkpoint is the one SFT would compute. One draw of the run's
+that compute it or make its traces — so a cached checkpoint is the one SFT would compute. One draw of the run's
 generator seeds the SFT, with or without the cache.
 """
 
@@ -52,6 +52,7 @@ class WarmStarted(Policy):
     steps: int = 300
     lr: float = 1e-3
     prompts: int = 64
+    sources: tuple[str, ...] = ()  # the modules that make the traces, their source in the fingerprint
 
     def __post_init__(self) -> None:
         check_int("sft_steps", self.steps, low=0, high=1_000_000)
@@ -128,12 +129,12 @@ class WarmStarted(Policy):
 
     def fingerprint(self, params: Sequence[Tensor], seed: int) -> str:
         """sha256 of the SFT knobs, ``key``, the inner policy, the starting parameters, the SFT seed
-        and the source of the modules that compute a checkpoint."""
+        and the source of the modules that compute a checkpoint or make its traces (``sources``)."""
         digest = hashlib.sha256(repr((self.steps, self.lr, self.prompts, self.key, repr(self.inner), seed,
                                       [tuple(p.shape) for p in params])).encode())
         for p in params:
             digest.update(p.detach().cpu().contiguous().numpy().tobytes())
-        modules = {type(self.inner).__module__, __name__, "sandbox.policies.decode"}
+        modules = {type(self.inner).__module__, __name__, "sandbox.policies.decode", *self.sources}
         for name in sorted(modules):
             digest.update(inspect.getsource(sys.modules[name]).encode())
         return digest.hexdigest()[:20]

@@ -8,7 +8,8 @@ Composed from one file per part:
   scratchpad then EOS, n-digit operands with n uniform in [1, (T − 3)//5], reward 1 for the right
   final answer, truncated answers ``truncation_reward``; V = 1,024 tokens of which it uses 15;
 * the warm start — ``sandbox.policies.warm_start``: the transformer, trained by SFT on the
-  environment's solution traces before RL (cached);
+  environment's solution traces before RL (cached); the traces carry slips (a wrong sum digit at a
+  rate ``sft_slip``), so the warm policy errs by sampling, as an LLM does, not by blind spots;
 * the mismatch that follows the weights — the ``sampler_rounding`` friction
   (``sandbox.frictions.rounding``), a run's ``frictions`` entry;
 * the optimiser recipe of published runs — AdamW, weight decay 0.1, gradient clip 1.0, constant lr:
@@ -23,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.core.validation import check_range
 from sandbox.envs.sequences.arithmetic import Addition
+from sandbox.envs.sequences.environment import SequenceEnvironment
 from sandbox.policies.warm_start import WarmStarted
 from sandbox.tasks.base import TASKS, register_task
 from sandbox.tasks.sequences import register_sequence_env
@@ -44,7 +47,8 @@ RECIPE: dict[str, Any] = {
 @dataclass
 class RegimeTask(AdditionTask):  # type: ignore[misc, valid-type]
     """``addition`` warm-started by SFT (``sft_steps`` Adam steps at ``sft_lr`` on ``sft_prompts``
-    prompts a step) before RL; 16 prompts × 8 samples a step, as the regime's cost target."""
+    traces a step, each column's sum digit slipped at ``sft_slip``) before RL; 16 prompts × 8 samples
+    a step, as the regime's cost target."""
 
     default_optimizer = "adamw"
     default_lr = 3e-5  # lag-10 KL in the published range (docs/regime.md, calibration)
@@ -54,14 +58,24 @@ class RegimeTask(AdditionTask):  # type: ignore[misc, valid-type]
     samples_per_prompt: int = 8
     eval_prompts: int = 64
     eval_samples: int = 4
-    sft_steps: int = 130  # a starting pass rate of ≈ 10–40% at T = 16 (docs/regime.md)
+    sft_steps: int = 1500  # SFT fit to its traces (docs/regime.md, "The warm start")
     sft_lr: float = 3e-3
     sft_prompts: int = 64
+    #: the traces' slip rate per column (``Addition.slipped_answers``), in [0, 1): a starting pass rate
+    #: of ≈ (0.4 + 0.4²)/2 = 28% at T = 16, its errors draws spread over every prompt (docs/regime.md)
+    sft_slip: float = 0.6
+
+    def __post_init__(self) -> None:
+        check_range("sft_slip", self.sft_slip, low=0.0, high=1.0, high_open=True)
+        super().__post_init__()
 
     def build_policy(self):
-        """The transformer, warm-started on the environment's solution traces."""
-        return WarmStarted(super().build_policy(), lambda n, g: self.environment.solution_traces(n, g), repr(self.env),
-                           self.sft_steps, self.sft_lr, self.sft_prompts)
+        """The transformer, warm-started on the environment's solution traces (with slips at
+        ``sft_slip``)."""
+        key = repr(self.env) + (f" slip={self.sft_slip!r}" if self.sft_slip else "")
+        return WarmStarted(super().build_policy(), lambda n, g: self.environment.solution_traces(n, g, self.sft_slip),
+                           key, self.sft_steps, self.sft_lr, self.sft_prompts,
+                           sources=(type(self.env).__module__, SequenceEnvironment.__module__))
 
 
 __all__ = ["RECIPE", "AdditionTask", "RegimeTask"]

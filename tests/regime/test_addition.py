@@ -105,3 +105,30 @@ def test_answer_lengths_and_prompt_counts_the_docs_state():
         end = eos_mask(answers, EOS).sum(-1)
         assert (int(end.min()), int(end.max())) == lengths
     assert sum((10 if n == 1 else 9 * 10 ** (n - 1)) ** 2 for n in (1, 2)) == 8200
+
+
+def test_slipped_answers_by_hand_and_their_rate():
+    env = Addition(vocab=64, answer_len=16)
+    prompt = torch.tensor([[tokens("_7+48=")]])
+    right = env.correct_answers(prompt)
+    assert torch.equal(env.slipped_answers(prompt, 0.0, torch.Generator().manual_seed(0)), right)
+    # rate → 1: both sum digits change, in the scratchpad and, the same, in the final answer
+    slipped = env.slipped_answers(prompt, 1.0 - 1e-12, torch.Generator().manual_seed(0))[0, 0].tolist()
+    s0, s1 = slipped[3] - DIGIT0, slipped[7] - DIGIT0
+    assert s0 != 5 and s1 != 5
+    assert slipped == tokens(f"780{s0}041{s1};{s1}{s0}$") + [PAD] * 4  # carries and operands untouched
+    assert env.rewards(prompt, torch.tensor([[slipped]])).item() == 0.0
+    # 99 + 99 = 198: the leading 1 is the carry, never slipped
+    slipped = env.slipped_answers(torch.tensor([[tokens("99+99=")]]), 1.0 - 1e-12, torch.Generator().manual_seed(1))[0, 0]
+    assert slipped[9].item() == DIGIT0 + 1 and slipped[12].item() == EOS
+    # a slip-free trace is right: the pass rate of an n-digit prompt is (1 − rate)^n
+    env = Addition(vocab=64, answer_len=16)
+    g = torch.Generator().manual_seed(2)
+    prompts = env.sample_prompts(1, 20_000, g)
+    reward = env.rewards(prompts, env.slipped_answers(prompts, 0.3, g))[0]
+    n = env.operands(prompts)[2][0]
+    for digits in (1, 2):
+        rate, count = reward[n == digits].mean().item(), int((n == digits).sum())
+        assert abs(rate - 0.7**digits) < 4 * (0.25 / count) ** 0.5
+    with pytest.raises(ValueError, match="rate"):
+        env.slipped_answers(prompts, 1.5, g)

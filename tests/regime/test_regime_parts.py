@@ -116,8 +116,13 @@ def test_warm_start_learns_and_is_cached(tmp_path, monkeypatch):
     # another SFT knob is another checkpoint
     make_task("regime", **SMALL, sft_steps=41, sft_lr=3e-3, sft_prompts=16).init_params(torch.Generator().manual_seed(0))
     assert len(list(cache_root().glob("*.pt"))) == 2
+    # another slip rate is another checkpoint too (the traces differ), and the rate is bounded
+    make_task("regime", **SMALL, sft_steps=40, sft_lr=3e-3, sft_prompts=16, sft_slip=0.0).init_params(torch.Generator().manual_seed(0))
+    assert len(list(cache_root().glob("*.pt"))) == 3
     with pytest.raises(ValueError, match="sft_steps"):
         make_task("regime", **SMALL, sft_steps=-1)
+    with pytest.raises(ValueError, match=r"sft_slip.*\[0"):
+        make_task("regime", **SMALL, sft_slip=1.0)
     assert isinstance(task.policy, WarmStarted) and task.policy.n_actions == 32
 
 

@@ -135,6 +135,28 @@ class Addition(SequenceEnv):
         rows = torch.where(final, digit, rows)
         return torch.where(k == width.unsqueeze(-1), EOS, rows)
 
+    def slipped_answers(self, prompts: Tensor, rate: float, generator: torch.Generator) -> Tensor:
+        """Solution traces with slips, for a warm start that errs as an LLM does (docs/regime.md):
+        each column's sum digit s_i is, with probability ``rate``, written as one of the nine other
+        digits (uniformly); the final answer copies the written digits, the carries stay right. One
+        slip makes the answer wrong, so a policy fit to these traces passes an n-digit prompt with
+        probability ≈ (1 − rate)^n: its errors are draws, not blind spots."""
+        check_range("rate", rate, low=0.0, high=1.0)
+        right = self.correct_answers(prompts)
+        a, b, n = self.operands(prompts)
+        N, T = self.digits, right.shape[-1]
+        width = first_eos(right, EOS) - 4 * n - 1  # digits of the sum
+        shape = (*prompts.shape[:-1], N)
+        slip = torch.rand(shape, generator=generator).to(prompts.device) < rate
+        offset = torch.randint(1, 10, shape, generator=generator).to(prompts.device)
+        cols = torch.arange(N, device=prompts.device)
+        delta = torch.where(slip & (cols < n.unsqueeze(-1)), offset, 0)
+        add = torch.zeros_like(right)
+        add.scatter_(-1, (4 * cols + 3).expand(shape).clamp(max=T - 1), delta)  # the scratchpad's s_i
+        final = 4 * n.unsqueeze(-1) + 1 + width.unsqueeze(-1) - 1 - cols  # s_i in the final answer
+        add.scatter_add_(-1, final.clamp(0, T - 1), torch.where(final < T, delta, 0))
+        return torch.where(add > 0, (right - DIGIT0 + add) % 10 + DIGIT0, right)
+
     def wrong_answers(self, prompts, kind):
         """'constant': all PAD (no EOS: truncated); 'shifted': the correct answer with the final
         digits + 1 mod 10 (a well-formed wrong answer)."""
