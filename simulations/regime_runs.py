@@ -75,11 +75,14 @@ def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None
 
 
 def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, every: int = 10) -> Path:
-    """Probe one arm and write its trajectories (atomically: a killed run leaves no file)."""
+    """Probe one arm and write its trajectories (atomically: a killed run leaves no file), stamped
+    with the commit of the tree that made them (``-dirty``: uncommitted changes)."""
+    from sandbox.analysis.provenance import git_commit
     from simulations.regime import probe
 
+    commit = git_commit()  # read before the run: the code that runs
     frame = probe(arm_config(ARMS[arm], base_seed, seeds, steps), every=every)
-    frame["arm"], frame["base_seed"] = arm, base_seed
+    frame["arm"], frame["base_seed"], frame["commit"] = arm, base_seed, commit
     path = data_path(arm, base_seed, seeds, steps)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
