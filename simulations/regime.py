@@ -79,17 +79,26 @@ def collapsed(frame: pd.DataFrame) -> pd.Series:
     return diverged | (last - first >= COLLAPSE_MARGIN)
 
 
-def negative_control_holds(frame: pd.DataFrame) -> dict[str, bool]:
-    """The negative control's three conditions on a ``probe`` frame (module constants)."""
+def negative_control(frame: pd.DataFrame) -> dict[str, float | bool]:
+    """The negative control's three conditions on a ``probe`` frame (module constants), with the
+    numbers that decide them: mean first and last error, the upper end of the 95% t-interval of
+    last − fraction·first, the lowest median entropy and the highest median zero-advantage share."""
     ev = frame.dropna(subset=["error"]).sort_values("step")
     first, last = ev.groupby("member")["error"].first(), ev.groupby("member")["error"].last()
     horizon = frame[frame["step"] <= CONTROL_HORIZON].dropna(subset=["entropy"])
     by_step = horizon.groupby("step")[["entropy", "zero_adv_frac"]].median()
     gap = (last - NEGATIVE_ERROR_FRACTION * first).to_numpy()
     upper = gap.mean() + stats.t.ppf(0.975, len(gap) - 1) * gap.std(ddof=1) / math.sqrt(len(gap)) if len(gap) > 1 else gap.mean()
-    return {"learns": bool(upper <= 0),
-            "entropy": bool((by_step["entropy"] >= NEGATIVE_MIN_ENTROPY).all()),
-            "zero_adv": bool((by_step["zero_adv_frac"] <= NEGATIVE_MAX_ZERO_ADV).all())}
+    low_entropy, high_zero = float(by_step["entropy"].min()), float(by_step["zero_adv_frac"].max())
+    return {"first_error": float(first.mean()), "last_error": float(last.mean()), "upper": float(upper),
+            "min_entropy": low_entropy, "max_zero_adv": high_zero,
+            "learns": bool(upper <= 0), "entropy": bool(low_entropy >= NEGATIVE_MIN_ENTROPY),
+            "zero_adv": bool(high_zero <= NEGATIVE_MAX_ZERO_ADV)}
+
+
+def negative_control_holds(frame: pd.DataFrame) -> dict[str, bool]:
+    """The negative control's three conditions on a ``probe`` frame (``negative_control``)."""
+    return {k: v for k, v in negative_control(frame).items() if isinstance(v, bool)}
 
 
 def regime_config(**changes) -> RunConfig:
@@ -204,5 +213,5 @@ def probe(config: RunConfig, every: int = 10, lag: int = LAG, progress: bool = T
 
 
 __all__ = ["COLLAPSE_MARGIN", "CONTROL_HORIZON", "LAG", "NEGATIVE_ERROR_FRACTION", "NEGATIVE_MAX_ZERO_ADV",
-           "NEGATIVE_MIN_ENTROPY", "POSITIVE_MIN_COLLAPSED", "TAIL", "collapsed", "negative_control_holds", "batch_quantities", "calibrate_bits", "lag_kl", "probe", "regime_config", "step_quantities",
+           "NEGATIVE_MIN_ENTROPY", "POSITIVE_MIN_COLLAPSED", "TAIL", "collapsed", "negative_control", "negative_control_holds", "batch_quantities", "calibrate_bits", "lag_kl", "probe", "regime_config", "step_quantities",
            "warm_mismatch"]

@@ -3,7 +3,7 @@
 
     python -m simulations.regime_runs calibrate                  # mantissa bits for the published KL
     python -m simulations.regime_runs run control --base-seed 0  # one arm: 8 seeds, its steps
-    python -m simulations.regime_runs table --figure docs/regime.png   # the docs' table and figure
+    python -m simulations.regime_runs table --figure docs/regime.png   # the docs' tables and figure
 
 Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
 step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
@@ -27,6 +27,8 @@ DATA = Path(__file__).parent / "data" / "regime"
 #: whose token KL at T = 16 puts T·κ where a 1,000-token bf16 answer puts it (κ = 1e-3 · 1,000/16,
 #: measured 0.056), the length knob of issue 42, item 5
 BITS = {"bf16": 4.35, "fp16": 7.63, "bf16-long": 1.36}
+#: the lr whose per-answer lag-10 KL at T = 16 is a long answer's at the published per-token lag-KL
+LONG_LR = 3e-4
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Arm:
     frictions: tuple = ()
     staleness: dict = field(default_factory=dict)
     steps: int = 1000
+    lr: float | None = None  # None: the regime's lr (3e-5, lag-10 KL in the published range)
     why: str = ""
 
 
@@ -54,6 +57,14 @@ ARMS = {arm.name: arm for arm in (
         why="10 updates stale, token-level truncated IS (the published lag-10 setting)"),
     Arm("lag16-seq-is", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16}, steps=500,
         why="16 updates stale, unclipped sequence-level IS (the published TIS-at-lag collapse, uncorrected)"),
+    # the lag arms at the per-answer lag-KL of a long answer (issue 42, item 5: T·κ held): the published
+    # lag-10 KL ≈ 5e-4 per token over ≈ 1,000 tokens is ≈ 0.5 per answer; here answers are ≈ 10 tokens,
+    # so the per-token lag-10 KL must be ≈ 100× — lr 10× (KL ∝ lr²). Declared with their partner
+    # control at the same lr, which must still learn (else the lr, not the lag, decides).
+    Arm("control-long", "negative", steps=500, lr=LONG_LR,
+        why="synchronous, no mismatch, at the long-answer lr: the lag arm's partner, must learn"),
+    Arm("lag16-seq-is-long", "positive", estimator="is_pg", staleness={"kind": "fixed", "D": 16}, steps=500,
+        lr=LONG_LR, why="16 updates stale, unclipped sequence-level IS, at the per-answer lag-KL of a long answer"),
 )}
 
 
@@ -66,7 +77,7 @@ def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = Non
     return regime_config(task_kwargs={"population": seeds, **task_kwargs}, estimator=arm.estimator,
                          estimator_kwargs=dict(arm.estimator_kwargs), frictions=arm.frictions,
                          staleness=dict(arm.staleness), steps=steps or arm.steps, seed=base_seed, label=arm.name,
-                         device=device)
+                         device=device, **({"lr": arm.lr} if arm.lr is not None else {}))
 
 
 def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None) -> Path:
@@ -130,10 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "run":
         print(run(args.arm, args.base_seed, args.seeds, args.steps))
     else:
-        from simulations.regime_table import plot, table
+        from simulations.regime_table import controls, plot, table
 
         frame = load()
         print(table(frame))
+        print()
+        print(controls(frame, {name: arm.role for name, arm in ARMS.items()}) if not frame.empty else "")
         if args.figure and not frame.empty:
             plot(frame, args.figure)
 
@@ -141,4 +154,4 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["ARMS", "Arm", "BITS", "DATA", "arm_config", "calibrate", "data_path", "load", "run"]
+__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "run"]

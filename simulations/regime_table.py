@@ -14,6 +14,8 @@ import math
 import pandas as pd
 
 START = 50
+#: the arms' columns, in this order (``simulations.regime_runs.ARMS``)
+ARM_ORDER = ("control", "bf16", "bf16-long", "lag10-tis", "lag16-seq-is", "control-long", "lag16-seq-is-long")
 
 #: (column, label, the arm whose value is compared, published (low, high) or None, the published text)
 ROWS = (
@@ -73,7 +75,7 @@ def table(frame: pd.DataFrame) -> str:
     published range at the start and late ("in range", or its ratio to the nearer end)."""
     if frame.empty:
         return "(no committed regime runs yet)"
-    arms = [a for a in ("control", "bf16", "bf16-long", "lag10-tis", "lag16-seq-is") if a in set(frame["arm"])]
+    arms = [a for a in ARM_ORDER if a in set(frame["arm"])]
     seeds = {a: f"{frame[frame.arm == a].base_seed.nunique()}×{frame[frame.arm == a].member.nunique()}" for a in arms}
     head = "| quantity | " + " | ".join(f"{a} ({seeds[a]} seeds) start → late" for a in arms) + \
         " | published (source) | distance, start → late |"
@@ -91,7 +93,38 @@ def table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ROWS", "START", "table"]
+def controls(frame: pd.DataFrame, roles: dict[str, str]) -> str:
+    """The controls' verdicts (``simulations.regime``'s rules, declared before the runs), one row per
+    arm and base seed: a negative control's three conditions with their numbers, a positive
+    control's collapsed seeds with the exact (Clopper–Pearson) 95% interval of the rate."""
+    from scipy import stats
+
+    from simulations.regime import POSITIVE_MIN_COLLAPSED, collapsed, negative_control
+
+    lines = ["| arm | role | base seed | seeds × steps | the rule's numbers | verdict |", "|---|---|---|---|---|---|"]
+    for arm in [a for a in ARM_ORDER if a in set(frame["arm"])]:
+        role = roles.get(arm, "table")
+        for base, sub in frame[frame.arm == arm].groupby("base_seed"):
+            size = f"{sub.member.nunique()} × {int(sub.step.max())}"
+            if role == "negative":
+                r = negative_control(sub)
+                numbers = (f"error {r['first_error']:.3f} → {r['last_error']:.3f} (upper 95% of last − ½·first "
+                           f"{r['upper']:+.3f}); min entropy {r['min_entropy']:.3f}; max zero-adv {r['max_zero_adv']:.2f}")
+                failed = [k for k in ("learns", "entropy", "zero_adv") if not r[k]]
+                verdict = "holds" if not failed else "fails: " + ", ".join(failed)
+            elif role == "positive":
+                down = collapsed(sub)
+                k, n = int(down.sum()), len(down)
+                ci = stats.binomtest(k, n).proportion_ci(0.95)
+                numbers = f"{k} of {n} seeds collapsed (rate 95% CI [{ci.low:.2f}, {ci.high:.2f}])"
+                verdict = "holds" if k >= POSITIVE_MIN_COLLAPSED else "fails: too few collapse"
+            else:
+                continue
+            lines.append(f"| {arm} | {role} | {base} | {size} | {numbers} | {verdict} |")
+    return "\n".join(lines)
+
+
+__all__ = ["ARM_ORDER", "ROWS", "START", "controls", "table"]
 
 
 #: the trajectories the figure shows: (column, title, log scale)

@@ -3,8 +3,8 @@
 import re
 from pathlib import Path
 
-from simulations.regime_runs import load
-from simulations.regime_table import table
+from simulations.regime_runs import ARMS, load
+from simulations.regime_table import controls, table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "regime.md"
 
@@ -15,3 +15,12 @@ def test_the_docs_table_is_generated_from_the_committed_data():
     assert block, "docs/regime.md lost its generated table markers"
     assert block.group(1).strip() == table(load()).strip(), \
         "docs/regime.md's table is stale: paste `python -m simulations.regime_runs table`"
+
+
+def test_the_docs_controls_are_generated_from_the_committed_data():
+    text = DOC.read_text()
+    block = re.search(r"<!-- regime-controls:[^>]*-->\n(.*?)\n<!-- /regime-controls -->", text, re.S)
+    assert block, "docs/regime.md lost its generated controls markers"
+    want = controls(load(), {name: arm.role for name, arm in ARMS.items()})
+    assert block.group(1).strip() == want.strip(), \
+        "docs/regime.md's controls are stale: paste the second block of `python -m simulations.regime_runs table`"

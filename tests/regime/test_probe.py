@@ -12,8 +12,8 @@ from simulations.regime import (
     regime_config,
     warm_mismatch,
 )
-from simulations.regime_runs import ARMS, BITS, arm_config
-from simulations.regime_table import plot, table
+from simulations.regime_runs import ARMS, BITS, LONG_LR, arm_config
+from simulations.regime_table import controls, plot, table
 
 TINY = {"population": 2, "width": 16, "heads": 2, "layers": 1, "mlp": 16, "V": 64, "sft_steps": 20,
         "prompts_per_step": 4, "samples_per_prompt": 4, "eval_prompts": 8, "eval_samples": 2}
@@ -81,6 +81,20 @@ def test_arms_are_declared_with_roles_and_the_calibrated_bits():
     assert config.staleness == {"kind": "fixed", "D": 10} and config.task_kwargs["population"] == 8
     assert config.optimizer == "adamw" and config.optimizer_kwargs["weight_decay"] == 0.1
     assert config.controllers == (("clip_grad_norm", {"max_norm": 1.0}),)
+    # the long-answer lag arm and its partner control share the long lr; the others keep the regime's
+    assert arm_config(ARMS["lag16-seq-is-long"], 0).lr == arm_config(ARMS["control-long"], 0).lr == LONG_LR
+    assert arm_config(ARMS["control"], 0).lr == 3e-5 and ARMS["control-long"].role == "negative"
+
+
+def test_controls_block_reads_the_rules_numbers():
+    good = _frame([[0.7, 0.3, 0.1], [0.6, 0.3, 0.12], [0.65, 0.3, 0.1]], diverged=(False,) * 3)
+    frame = pd.concat([good.assign(arm="control", base_seed=0),
+                       _frame([[0.7, 0.9]] * 6 + [[0.7, 0.6]] * 2, diverged=(False,) * 8).assign(arm="lag16-seq-is", base_seed=0)])
+    text = controls(frame, {"control": "negative", "lag16-seq-is": "positive"})
+    neg = next(line for line in text.splitlines() if line.startswith("| control |"))
+    assert "error 0.650 → 0.107" in neg and neg.endswith("| holds |")
+    pos = next(line for line in text.splitlines() if line.startswith("| lag16-seq-is |"))
+    assert "6 of 8 seeds collapsed (rate 95% CI [0.35, 0.97])" in pos and pos.endswith("| holds |")
 
 
 def test_table_compares_with_published_values(tmp_path):
