@@ -131,6 +131,8 @@ def alarm_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | No
     if not logged(logs):
         return "**Alarms**: none shown — this run logs none of the metrics verl's example alarms read."
     table = pd.concat(tables, ignore_index=True)
+    if not any(f"{a.name}: fired" in table for a in logged(logs)):
+        return "**Alarms**: not recorded in these results (they predate verl's metrics in the runs)."
     collapses = int(table["collapses"].sum())
     parts = []
     for a in logged(logs):

@@ -56,6 +56,9 @@ def test_results_without_alarm_columns_say_so():
     old = pd.DataFrame({"method": ["mine"], "cell": ["a"], "seed": [0], "value": [0.1]})
     assert alarm_line([old], "mine") == "**Alarms**: not recorded in these results."
     assert "predate them" in alarm_markdown([old], "mine")
+    earlier = scored(ROWS).drop(columns=[c for c in scored(ROWS).columns if c.startswith("alarm ")])
+    earlier["alarm ESS < 0.3: first"] = 1.0  # the first round's alarm columns: not verl's metrics
+    assert alarm_line([earlier], "mine").startswith("**Alarms**: not recorded in these results")
 
 
 def test_run_alarms_reads_verls_columns_and_flags_an_alarm_on_from_the_first_d_updates():
