@@ -26,9 +26,11 @@
 # At the 256-token scales only the controls run, at full fidelity (the amendments): a case is
 # inconclusive there when its control does not learn — "does not appear at any size we can run".
 #
-# Each row's interval is the one its test reads: the conditional odds ratio of collapsing (exact,
-# the inversion of Fisher's test) or the paired t-interval, two-sided at 90% so that each bound is
-# the one-sided 95% bound the test uses. At paper fidelity an agreement PASSes and a disagreement
+# Each row's value is what its test reads: for a collapse contrast the counts of collapsed seeds per
+# arm and Fisher's exact one-sided p (the value, against α = 0.05), with the conditional odds ratio
+# and its exact 90% interval beside it only where it is defined (not when no seed, or every seed, of
+# both arms collapsed); otherwise the paired t-interval, two-sided at 90% so that each bound is the
+# one-sided 95% bound the test uses. At paper fidelity an agreement PASSes and a disagreement
 # FAILs with its cause; quick fidelity (2 seeds, 80 steps) is a smoke test whose rows are reported,
 # never counted.
 
@@ -90,9 +92,9 @@ ax.text(0.05, len(cases) + 0.6, (f"agreement rate {k}/{n} = {rate:.2f}, exact 95
 seeds = max(r.n for r in case_results if r.scale == "reference")
 save_figure(fig, FIGURE, note=f"fidelity={fidelity} (case file tier {CASE_FIDELITY[fidelity]}), reference scale: "
             f"{seeds} seeds per arm; 256-token scales: the controls only",
-            bands="intervals: the conditional odds ratio's exact 90% interval (collapse contrasts) or the paired "
-            "t-interval at 90% (each bound the one-sided 95% bound its test reads); the agreement rate's exact "
-            "Clopper–Pearson 95% interval")
+            bands="collapse contrasts: Fisher's exact one-sided p with the counts (the conditional odds ratio's "
+            "exact 90% interval only where defined); other cases: the paired t-interval at 90% (each bound the "
+            "one-sided 95% bound its test reads); the agreement rate's exact Clopper–Pearson 95% interval")
 
 # %% [markdown]
 # ## Every case, every scale

@@ -80,9 +80,10 @@ HEADLINES = [
     ("all-frictions", "longest-H-dg", 27, "~13", ""),
     ("async-signatures", "", 35, "", "async-signatures does not test it: ESS/B below its synchronous value holds by "
      "construction (`stale-ess-drops`), which says nothing of whether ESS *predicts* a collapse"),
-    ("early-warning", "auc-ess_frac", 35, "", "early-warning asserts it, confounded: its ROC AUC pools every setting "
-     "of the figure, so low ESS marks the stale, strongly perturbed settings where collapses happen as well as the "
-     "steps before a collapse — a lead, not a test of prediction within a setting"),
+    ("early-warning", "warns-ess_frac", 35, "", "early-warning tests it beyond the configuration (issue 43): the "
+     "pooled ROC AUC (auc-ess_frac) pools every setting, so low ESS marks the stale, strongly perturbed settings "
+     "where collapses happen; a warning must beat a score that knows only the configuration, with its AUC within a "
+     "configuration beside it"),
     ("llm-staleness", "vcpo-*", 39, "", "a tiny LM at lag 16, not VCPO's 1.5–7B models"),
     ("async-signatures", "stale-cos-high", 58, "", ""),
     ("async-signatures", "*restores*", 59, "", "a tabular bandit stand-in: stale gradients there only lag, "

@@ -10,7 +10,14 @@ import pytest
 from scipy import stats
 
 from simulations.cases import Case, load_cases
-from simulations.cases.outcomes import CaseResult, _odds, agreement, control_only, measure
+from simulations.cases.outcomes import (
+    CaseResult,
+    agreement,
+    control_only,
+    fisher_p,
+    measure,
+    odds_text,
+)
 from simulations.cases.verdicts import judge
 
 STEPS = [0, 1, 2, 4, 8, 16, 32]
@@ -30,22 +37,47 @@ def case(statistic, **decision):
 
 
 @pytest.mark.parametrize("k_worse, k_better", list(itertools.product(range(9), repeat=2)))
-def test_the_odds_ratio_interval_passes_one_exactly_when_fishers_one_sided_test_rejects(k_worse, k_better):
+def test_the_odds_ratio_is_shown_only_where_defined_and_its_interval_passes_one_exactly_when_fisher_rejects(
+        k_worse, k_better):
     worse, better = [True] * k_worse + [False] * (8 - k_worse), [True] * k_better + [False] * (8 - k_better)
-    _, low, high = _odds(worse, better, 0.05)
-    table = [[k_worse, 8 - k_worse], [k_better, 8 - k_better]]
-    assert (low > 1) == (stats.fisher_exact(table, alternative="greater").pvalue < 0.05)
-    assert (high < 1) == (stats.fisher_exact(table, alternative="less").pvalue < 0.05)
+    text = odds_text(worse, better, 0.05)
+    p_forward, p_reverse = fisher_p(worse, better)
+    if k_worse + k_better in (0, 16):  # 0/0: no odds ratio, never "nan [0, inf]"
+        assert text.startswith("odds ratio undefined") and "nan" not in text
+        assert p_forward == p_reverse == 1.0
+        return
+    low, high = (float(x) for x in text.split("[")[1].split("]")[0].split(", "))
+    assert (low > 1) == (p_forward < 0.05) and (high < 1) == (p_reverse < 0.05)
 
 
-def test_a_collapse_contrast_shows_the_collapse_counts_and_the_steps_as_its_per_seed_vector():
+@pytest.mark.parametrize("k_worse, k_better, forward, reverse", [
+    (4, 0, 1 / 70, 1.0),  # 4 of 4 against 0 of 4: C(4,4)·C(4,0)/C(8,4) = 1/70
+    (0, 4, 1.0, 1 / 70),
+])
+def test_fishers_one_sided_p_by_hand_on_four_seeds(k_worse, k_better, forward, reverse):
+    worse, better = [True] * k_worse + [False] * (4 - k_worse), [True] * k_better + [False] * (4 - k_better)
+    assert fisher_p(worse, better) == pytest.approx((forward, reverse))
+
+
+def test_fishers_p_by_hand_on_eight_seeds():
+    """3 of 8 against 0 of 8: P(all 3 collapses fall in the worse arm) = C(8,3)/C(16,3) = 56/560 = 0.1."""
+    assert fisher_p([True] * 3 + [False] * 5, [False] * 8)[0] == pytest.approx(0.1)
+
+
+def test_a_collapse_contrast_shows_the_collapse_counts_the_exact_p_and_the_steps_as_its_per_seed_vector():
     c = case("collapse_contrast", worse="worse", better="better")
     frames = {"control": frame([LEARNS] * 4), "worse": frame([COLLAPSES] * 4), "better": frame([LEARNS] * 4)}
     verdict = judge(c, frames, 32)
     m = measure(c, frames, verdict, 32, 0.05)
-    assert verdict.verdict == "agree" and m["low"] > 1 and m["side"] == "above" and m["against"] == 1.0
+    assert verdict.verdict == "agree" and m["side"] == "below" and m["against"] == 0.05
+    assert m["estimate"] == m["low"] == m["high"] == pytest.approx(1 / 70) == pytest.approx(verdict.p_forward)
     assert m["values"] == (8, 8, 8, 8, 32, 32, 32, 32)  # collapse steps of worse, then better (32: none)
-    assert "4/4" in m["text"] and "0/4" in m["text"]
+    assert "4/4" in m["text"] and "0/4" in m["text"] and "p = 0.0143" in m["text"]
+    assert "conditional odds ratio inf [" in m["text"]
+    none = {"control": frame([LEARNS] * 4), "worse": frame([LEARNS] * 4), "better": frame([LEARNS] * 4)}
+    m = measure(c, none, judge(c, none, 32), 32, 0.05)
+    assert m["estimate"] == 1.0 and "odds ratio undefined (no seed of either arm collapsed)" in m["text"]
+    assert "nan" not in m["text"]
 
 
 def test_a_t_interval_clears_its_threshold_exactly_when_the_declared_t_test_agrees():

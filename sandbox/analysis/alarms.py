@@ -7,7 +7,11 @@ verl's rollout-correction guide (``docs/algo/rollout_corr.md``, "Check for warni
 (``rollout_corr/kl``, the k1 estimate). ``ALARMS`` states each once, with the sandbox signal it
 reads (``sandbox.diagnostics.SIGNALS``; ``ratio_mean`` for the mean weight) and the metric names
 verl and TRL log for it (TRL logs no ESS and no signed KL of the sampler: "—"). ``UNITS`` names the
-verl and TRL metric of every logged signal.
+verl and TRL metric of every logged signal. ``ALARMS`` read the sandbox's own signals (the
+``early-warning`` figure's data): ``kl_k1`` is verl's token ``kl`` exactly, the mean weight is
+untruncated and the ESS sequence-level. ``VERL_ALARMS`` are all six checks of the guide's example, on
+verl's metrics as verl computes them for a config (``Estimator.verl_metrics``): what ``sandbox check``
+reports.
 
 A run's collapse is ``sandbox.analysis.collapse``'s. An alarm **warns** of a collapse at step c when
 it is on at some logged step t with c − ``horizon`` ≤ t < c; its lead is c − (the earliest such t).
@@ -41,6 +45,10 @@ UNITS = {
     "mask_frac": ("—", "—"),
     "rollout_is_clip_frac": ("rollout_corr/rollout_is_ratio_fraction_high", "—"),
     "rollout_is_mask_frac": ("rollout_corr/rollout_rs_masked_fraction", "—"),
+    # verl's own metrics, computed as verl 0.9.1 does (sandbox.estimators.rollout_corr): columns by verl's name
+    **{f"rollout_corr/{m}": (f"rollout_corr/{m}", "—") for m in (
+        "rollout_is_mean", "rollout_is_eff_sample_size", "rollout_is_veto_fraction", "rollout_is_std", "kl",
+        "chi2_token")},
 }
 
 
@@ -85,6 +93,20 @@ ALARMS = (
 )
 
 
+#: the six checks of verl's "Conditional Alerting Based on Metrics" example (docs/algo/rollout_corr.md,
+#: ``check_rollout_correction_health``; the veto check as the guide had it before verl #4544, 2026-01-14,
+#: which removed the token veto: no 0.9.1 run logs ``rollout_is_veto_fraction``), each on the column the
+#: learner logs as verl computes the metric (``Estimator.verl_metrics``) — what ``sandbox check`` reports.
+VERL_ALARMS = (
+    Alarm("rollout_is_mean ∉ [0.5, 2]", "rollout_corr/rollout_is_mean", low=0.5, high=2.0),
+    Alarm("rollout_is_eff_sample_size < 0.3", "rollout_corr/rollout_is_eff_sample_size", low=0.3),
+    Alarm("rollout_is_veto_fraction > 0.1", "rollout_corr/rollout_is_veto_fraction", high=0.1),
+    Alarm("rollout_is_std > 1", "rollout_corr/rollout_is_std", high=1.0),
+    Alarm("|kl| > 0.1", "rollout_corr/kl", high=0.1, absolute=True),
+    Alarm("chi2_token > 1", "rollout_corr/chi2_token", high=1.0),
+)
+
+
 def warning_lead(steps: Sequence[int], on: Sequence[bool], collapse_step: int | None, horizon: int) -> float:
     """Steps from the earliest logged step t with collapse − ``horizon`` ≤ t < collapse at which
     the alarm is on, to the collapse; NaN when there is no collapse or no such step."""
@@ -123,12 +145,25 @@ def alarm_table(frame: pd.DataFrame, metric: str, horizon: int, by: Sequence[str
 
 def run_alarms(frame: pd.DataFrame, cell: dict, budget: int) -> pd.DataFrame:
     """Per member of one scored run (``sandbox.scoring.runner``, in member order): its collapse step
-    on the cell's metric and each alarm's first step and lead before the collapse, the whole run
-    being the horizon — the columns ``sandbox check`` reports (``sandbox.check.alarms``)."""
+    on the cell's metric and, for each of ``VERL_ALARMS`` whose column the run logs, its first step,
+    its lead before the collapse (the whole run being the horizon) and ``flag``: 1 when it was first
+    on within the first max(D, 1) updates, D the cell's largest delay — on from the start, a property
+    of the configuration, not a warning — the columns ``sandbox check`` reports (``sandbox.check.alarms``)."""
+    alarms = [a for a in VERL_ALARMS if a.column in frame]
     table = alarm_table(frame, cell["metric"], horizon=max(int(budget), 1), by=("member",), budget=int(budget),
-                        higher_is_better=cell["best"] > cell["random"], best_possible=cell["best"])
+                        alarms=alarms, higher_is_better=cell["best"] > cell["random"], best_possible=cell["best"])
     table = table.sort_values("member").drop(columns="member").reset_index(drop=True)
+    start = max(cell_delay(cell), 1)
+    for a in alarms:
+        first = table[f"{a.name}: first"]
+        table[f"{a.name}: flag"] = np.where(first.isna(), np.nan, (first <= start).astype(float))
     return table.rename(columns=lambda c: c if c == "collapse_step" else f"alarm {c}").astype(float)
 
 
-__all__ = ["ALARMS", "UNITS", "Alarm", "alarm_table", "run_alarms", "warning_lead"]
+def cell_delay(cell: dict) -> int:
+    """The largest delay D (learner updates) of a scored cell's delay schedule (0: synchronous)."""
+    staleness = (cell.get("run") or {}).get("staleness") or {}
+    return int(staleness.get("D", 0) or 0)
+
+
+__all__ = ["ALARMS", "UNITS", "VERL_ALARMS", "Alarm", "alarm_table", "cell_delay", "run_alarms", "warning_lead"]

@@ -27,6 +27,12 @@ def _name(change: dict[str, Any]) -> str:
     return ",".join(f"{k.rsplit('.', 1)[-1]}={_show(v)}" for k, v in change.items())
 
 
+def _loss(recipe: dict) -> dict:
+    """A recipe's loss: its fields without its name and the metrics it logs (``verl_metrics``)."""
+    kwargs = {k: v for k, v in recipe.get("estimator_kwargs", {}).items() if k != "verl_metrics"}
+    return {**{k: v for k, v in recipe.items() if k != "name"}, "estimator_kwargs": kwargs}
+
+
 def alternatives(config: Any, mapping: Mapping, framework: str | None = None, trainer: str | None = None,
                  ignore: Sequence[str] = ()) -> dict[str, tuple[dict, Recipe]]:
     """``{name: (change, recipe)}``: the config with each of its reading's alternative changes,
@@ -42,7 +48,7 @@ def alternatives(config: Any, mapping: Mapping, framework: str | None = None, tr
     precision = inverse[mapping.deployment.precision]  # the same cells: the config's own precision cell or none
     own = mapping.recipe.to_dict()
     found: dict[str, tuple[dict, Recipe]] = {}
-    seen = [{k: v for k, v in own.items() if k != "name"}]
+    seen = [_loss(own)]
     for change in schema.alternatives:
         if all(flat.get(k, schema.defaults.get(k)) == v for k, v in change.items()):
             continue
@@ -51,7 +57,7 @@ def alternatives(config: Any, mapping: Mapping, framework: str | None = None, tr
                                label=_name(change), framework=framework, trainer=trainer)
         except ValueError:  # refused (or invalid) with the rest of this config: not an option here
             continue
-        body = {k: v for k, v in other.recipe.to_dict().items() if k != "name"}
+        body = _loss(other.recipe.to_dict())
         if body in seen or other.deployment != mapping.deployment:
             continue  # the same loss, or a change of the deployment (π_old) the cells of this one do not run
         seen.append(body)

@@ -25,7 +25,7 @@ import math
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
 from sandbox.check.validate import Spec
-from sandbox.check.verl_losses import AS, EPS, LOSSES, A, C, G, R, estimator  # noqa: F401
+from sandbox.check.verl_losses import AS, EPS, LOSSES, A, C, G, R, estimator, is_threshold  # noqa: F401
 
 #: adv_estimator → our advantage and its kwargs (grpo's norm_adv_by_std_in_grpo=False is Dr. GRPO's)
 ADVANTAGES = {"grpo": ("grpo", {}), "grpo_vectorized": ("grpo", {}), "rloo": ("rloo", {}),
@@ -226,6 +226,28 @@ def _proximal(s: Settings, trainer: str, keys: str, delay: dict) -> str:
     return proximal
 
 
+#: the rollout_corr/* metrics verl 0.9.1 logs with and without a rollout_is level (rollout_corr_helper.py)
+OFFPOLICY_METRICS = ("kl", "chi2_token", "chi2_seq")
+IS_METRICS = ("rollout_is_mean", "rollout_is_std", "rollout_is_eff_sample_size")
+
+
+def _metrics(s: Settings, name: str) -> tuple:
+    """What verl 0.9.1 logs as ``rollout_corr/*`` and how (``sandbox.estimators.rollout_corr``): with
+    the engine's log-probs (``calculate_log_probs``) the decoupled trainer computes them once per batch
+    from the recomputed π_old against μ (``ray_trainer.py``, ``compute_rollout_correction_and_add_to_batch``),
+    bypass mode in the loss from π_θ against μ (``core_algos.compute_policy_loss_bypass_mode``, even
+    where the weights are not applied); kl and χ² always, the IS weights' mean, std and ESS only at a
+    ``rollout_is`` level, truncated at ``rollout_is_threshold`` (TIS) or zeroed outside it (IcePop)."""
+    level = s[C + "rollout_is"]
+    lower, upper = is_threshold(s) if level is not None else (None, 2.0)
+    bypass = s[C + "bypass_mode"]
+    s.logs += [f"rollout_corr/{m}" for m in OFFPOLICY_METRICS + (IS_METRICS if level is not None else ())]
+    policy = "π_θ (bypass: computed in the loss)" if bypass else "the recomputed π_old (once per batch)"
+    return s.map(f"{R}calculate_log_probs × {C}rollout_is", f"{name}.verl_metrics", (level, upper, lower),
+                 note=f"the run logs verl's rollout_corr/* as verl computes them: {policy} against μ"
+                      + (", at rollout_is_threshold" if level is not None else "; kl and χ² only (no rollout_is)"))
+
+
 def derive(s: Settings) -> tuple[dict, Deployment]:
     trainer = _trainer(s)
     name, kwargs = estimator(s)
@@ -243,8 +265,8 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
     if trainer == "fully-async":
         s.map(AS + "partial_rollout", "deployment.partial", partial, note="2 chunks when samples outlive a sync")
     proximal = _proximal(s, trainer, proximal_keys, delay)
-    if s[R + "calculate_log_probs"]:  # ray_trainer.py: rollout_corr/* metrics need the engine's log-probs
-        s.logs += ["rollout_corr/rollout_is_eff_sample_size", "rollout_corr/rollout_is_mean", "rollout_corr/kl"]
+    if s[R + "calculate_log_probs"]:
+        kwargs["verl_metrics"] = _metrics(s, name)
     mode = s[R + "logprobs_mode"]
     if mode not in LOGPROBS_MODES:
         s.refuse(R + "logprobs_mode", f"the check models {list(LOGPROBS_MODES)}")

@@ -23,6 +23,7 @@ from torch import Tensor
 from sandbox.core.registry import Registry
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.core.validation import check_choice, check_range
+from sandbox.estimators.rollout_corr import check_verl_metrics, rollout_corr_metrics
 
 #: the rollout IS correction's modes (``Estimator.rollout_is``): granularity × constraint, TRL's names
 ROLLOUT_IS_MODES: tuple[str, ...] = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
@@ -159,6 +160,9 @@ class Estimator:
     rollout_is: str | None = field(default=None, kw_only=True)  # None or one of ROLLOUT_IS_MODES
     rollout_is_max: float = field(default=2.0, kw_only=True)  # upper bound > 0 (inf: none)
     rollout_is_min: float | None = field(default=None, kw_only=True)  # lower bound in [0, max) or None
+    #: (level, upper, lower): also log verl's ``rollout_corr/*`` metrics as verl computes them
+    #: (``sandbox.estimators.rollout_corr``); () logs none. Changes no loss.
+    verl_metrics: tuple = field(default=(), kw_only=True)
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
@@ -190,6 +194,7 @@ class Estimator:
         check_range("rollout_is_max", self.rollout_is_max, low=0.0, low_open=True, finite=False)
         check_range("rollout_is_min", self.rollout_is_min, low=0.0, high=self.rollout_is_max, high_open=True,
                     allow_none=True)
+        object.__setattr__(self, "verl_metrics", check_verl_metrics(self.verl_metrics))
         self.check()
 
     def check(self) -> None:
@@ -267,6 +272,10 @@ class Estimator:
             metrics = {"surprisal_mean": masked_mean(-logp, mask)}
             if terms.behavior_logp is not None:
                 metrics.update(behavior_diagnostics(logp, terms.behavior_logp, mask))
+                if self.verl_metrics:  # π_old (decoupled) or π_θ (bypass): equal within one update
+                    train = logp if terms.proximal_logp is None else terms.proximal_logp.detach()
+                    metrics.update({f"rollout_corr/{k}": v for k, v in rollout_corr_metrics(
+                        train, terms.behavior_logp, mask, *self.verl_metrics).items()})
             metrics.update({k: v.detach() for k, v in out.metrics.items()})
         return metrics
 

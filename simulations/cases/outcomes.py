@@ -101,14 +101,30 @@ def _t(x, alpha: float) -> tuple[float, float, float]:
     return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
 
 
-def _odds(worse: list[bool], better: list[bool], alpha: float) -> tuple[float, float, float]:
-    """Conditional odds ratio of collapsing, worse against better, with its exact two-sided
-    (1 − 2α) interval: the inversion of Fisher's test, whose one-sided p < α exactly when the
-    bound on that side passes 1."""
-    table = [[sum(worse), len(worse) - sum(worse)], [sum(better), len(better) - sum(better)]]
+def _table(worse: list[bool], better: list[bool]) -> list[list[int]]:
+    """The 2×2 table of counts: rows worse, better; columns collapsed, not."""
+    return [[sum(worse), len(worse) - sum(worse)], [sum(better), len(better) - sum(better)]]
+
+
+def fisher_p(worse: list[bool], better: list[bool]) -> tuple[float, float]:
+    """Fisher's exact one-sided p-values of the 2×2 table (the case rule's test,
+    ``simulations.cases.verdicts``): worse collapses more often, and the other way."""
+    table = _table(worse, better)
+    return (float(stats.fisher_exact(table, alternative="greater").pvalue),
+            float(stats.fisher_exact(table, alternative="less").pvalue))
+
+
+def odds_text(worse: list[bool], better: list[bool], alpha: float) -> str:
+    """The conditional odds ratio of collapsing, worse against better, with its exact two-sided
+    (1 − 2α) interval (the inversion of Fisher's test) — only where it is defined: a table whose
+    arms all collapsed, or none did, has no odds ratio (the conditional MLE is 0/0), and says so."""
+    table = _table(worse, better)
+    if table[0][0] + table[1][0] in (0, len(worse) + len(better)):
+        return "odds ratio undefined (" + ("no seed of either arm collapsed" if table[0][0] + table[1][0] == 0
+                                           else "every seed of both arms collapsed") + ")"
     res = odds_ratio(table, kind="conditional")
     ci = res.confidence_interval(confidence_level=1 - 2 * alpha)
-    return float(res.statistic), float(ci.low), float(ci.high)
+    return f"conditional odds ratio {res.statistic:.3g} [{ci.low:.3g}, {ci.high:.3g}] ({1 - 2 * alpha:.0%}, exact)"
 
 
 def _arm_words(case: Case, arm: str) -> str:
@@ -134,12 +150,14 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
                                              prosperity_before_collapse(s, v, *control[seed], budget=budget))
                 steps[arm].append(event.collapse_step if shape else budget)
         flags = {arm: [x < budget for x in xs] for arm, xs in steps.items()}
-        est, low, high = _odds(flags[d["worse"]], flags[d["better"]], alpha)
+        worse, better = flags[d["worse"]], flags[d["better"]]
+        p_forward, p_reverse = fisher_p(worse, better)
         what = "collapsed" if stat == "collapse_contrast" else "collapsed after tracking the control"
-        text = (f"{what}: {_arm_words(case, d['worse'])} {sum(flags[d['worse']])}/{len(flags[d['worse']])}, "
-                f"{_arm_words(case, d['better'])} {sum(flags[d['better']])}/{len(flags[d['better']])}; conditional "
-                f"odds ratio {est:.3g} [{low:.3g}, {high:.3g}] ({1 - 2 * alpha:.0%}, exact)")
-        return dict(estimate=est, low=low, high=high, side="above", against=1.0,
+        text = (f"{what}: {_arm_words(case, d['worse'])} {sum(worse)}/{len(worse)}, "
+                f"{_arm_words(case, d['better'])} {sum(better)}/{len(better)}; Fisher's exact one-sided p = "
+                f"{p_forward:.3g} ({d['worse']} collapses more; the other way {p_reverse:.3g}); "
+                + odds_text(worse, better, alpha))
+        return dict(estimate=p_forward, low=p_forward, high=p_forward, side="below", against=alpha,
                     values=tuple(steps[d["worse"]] + steps[d["better"]]), text=text, flags=flags)
     if stat in ("final_contrast", "noninferior", "signal_level"):
         diff = np.asarray(verdict.detail["difference"], dtype=float)

@@ -94,6 +94,7 @@ TABLES = {
         ('async_training.trigger_parameter_sync_step × async_training.staleness_threshold', 'deployment.delay', {'kind': 'uniform', 'D': 17}),
         ('async_training.partial_rollout', 'deployment.partial', 2),
         ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'behavior'),
+        ('actor_rollout_ref.rollout.calculate_log_probs × algorithm.rollout_correction.rollout_is', 'ppo.verl_metrics', (None, 2.0, None)),  # what verl logs as rollout_corr/*
         ('actor_rollout_ref.rollout.n', 'deployment.group', 16),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
@@ -106,7 +107,6 @@ TABLES = {
         ('actor_rollout_ref.actor.ppo_mini_batch_size', '—', 32),
         ('actor_rollout_ref.actor.entropy_coeff', '—', 0),
         ('actor_rollout_ref.rollout.temperature', '—', 1.0),
-        ('actor_rollout_ref.rollout.calculate_log_probs', '—', True),
         ('reward_model.reward_kwargs.overlong_buffer_cfg.enable', '—', True),
         ('reward_model.reward_kwargs.max_resp_len', '—', 8192),
     ],
@@ -121,6 +121,7 @@ TABLES = {
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
         ('actor_rollout_ref.actor.ppo_epochs × data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size', 'deployment.reuse', 4),
         ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'recompute'),
+        ('actor_rollout_ref.rollout.calculate_log_probs × algorithm.rollout_correction.rollout_is', 'ppo.verl_metrics', ('token', 2.0, None)),  # what verl logs as rollout_corr/*
         ('actor_rollout_ref.rollout.n', 'deployment.group', 5),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
@@ -129,7 +130,6 @@ TABLES = {
         ('actor_rollout_ref.actor.kl_loss_coef', '—', 0.001),
         ('actor_rollout_ref.actor.kl_loss_type', '—', 'low_var_kl'),
         ('actor_rollout_ref.actor.entropy_coeff', '—', 0),
-        ('actor_rollout_ref.rollout.calculate_log_probs', '—', True),
         ('algorithm.use_kl_in_reward', '—', False),
     ],
     "verl_gspo.yaml": [
@@ -140,6 +140,7 @@ TABLES = {
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
         ('actor_rollout_ref.actor.ppo_epochs × data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size', 'deployment.reuse', 4),
         ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'recompute'),
+        ('actor_rollout_ref.rollout.calculate_log_probs × algorithm.rollout_correction.rollout_is', 'gspo.verl_metrics', (None, 2.0, None)),  # what verl logs as rollout_corr/*
         ('actor_rollout_ref.rollout.n', 'deployment.group', 16),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 1.0),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
@@ -161,14 +162,13 @@ TABLES = {
         ('algorithm.adv_estimator', 'advantage', 'grpo'),
         ('actor_rollout_ref.actor.ppo_epochs × data.train_batch_size ÷ actor_rollout_ref.actor.ppo_mini_batch_size', 'deployment.reuse', 4),
         ('algorithm.rollout_correction.bypass_mode', 'deployment.proximal', 'behavior'),
+        ('actor_rollout_ref.rollout.calculate_log_probs × algorithm.rollout_correction.rollout_is', 'rollout_rs.verl_metrics', (None, 2.0, None)),  # what verl logs as rollout_corr/*
         ('actor_rollout_ref.rollout.n', 'deployment.group', 8),
         ('actor_rollout_ref.rollout.top_p', 'deployment.top_p', 0.9),
         ('actor_rollout_ref.rollout.top_k', 'deployment.top_k', 0),
         ('actor_rollout_ref.rollout.logprobs_mode', 'deployment.report', 'truncated'),
         ('--precision', 'precision_mismatch.sampler_dtype', 'bfloat16'),  # the default for a correcting config
         ('actor_rollout_ref.actor.use_kl_loss', '—', False),
-        ('actor_rollout_ref.rollout.calculate_log_probs', '—', True),
-        ('algorithm.rollout_correction.rollout_is', '—', None),
     ],
 }
 
