@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from sandbox.envs.base import Batch, Contexts, Environment
+from sandbox.envs.base import Batch, Contexts, Environment, ObservationSpec
 
 
 class ContextualEnv(ABC):
@@ -70,6 +70,12 @@ class ContextualEnv(ABC):
         """The contexts the oracles average over, given the batch's distinct ones (default: those)."""
         return contexts
 
+    @property
+    @abstractmethod
+    def spec(self) -> ObservationSpec:
+        """What ``features`` shows: ids of a finite table (``ContextIdSpec``) or vectors
+        (``ContextVectorSpec``), with the number of actions (``sandbox.core.observations``)."""
+
     @abstractmethod
     def features(self, contexts: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
         """What the policy sees of contexts ``[S, n]``: ids, or ``[S, n, d]`` inputs of ``dtype``."""
@@ -104,6 +110,10 @@ class ContextualEnvironment(Environment):
         n, m = self.batch_size, self.samples_per_context
         contexts = self.env.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
         return Batch(obs=contexts, rows=contexts, group=self.env.group_ids(contexts, m))
+
+    @property
+    def spec(self) -> ObservationSpec:
+        return self.env.spec
 
     def observe(self, obs, extras):
         run = self.env.n_actions if self.enumerated else self.samples_per_context

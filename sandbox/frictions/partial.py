@@ -21,7 +21,7 @@ from torch import Tensor
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_range
 from sandbox.frictions.base import Friction, register_friction
-from sandbox.policies.decode import Versions
+from sandbox.core.versions import Versions
 
 
 @register_friction("partial_rollouts")

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec, ContextVectorSpec
 from sandbox.core.terms import EstimatorOutput, PGTerms
 from sandbox.estimators.base import Estimator
-from sandbox.objectives.base import PLAIN, Objective
+from sandbox.objectives.base import OBJECTIVES, PLAIN, Objective
 
 
 def enumerated_terms(logits: Tensor, actor_probs: Tensor, rewards: Tensor, baseline: Tensor | float,
@@ -46,6 +47,7 @@ def expected_objective(estimator: Estimator, terms: PGTerms, weights: Tensor) ->
     return EstimatorOutput(loss=(weights * values).sum(), metrics={})
 
 
+@OBJECTIVES.register("exact")
 @dataclass(frozen=True)
 class ExactExpectation(Objective):
     """``mode='exact'``: the actor enumerates every action of every context (``enumerates``) and
@@ -53,6 +55,7 @@ class ExactExpectation(Objective):
     exact expected update. It needs a per-context baseline and an estimator that is not batch-dependent."""
 
     enumerates = True
+    reads = (ContextIdSpec, ContextVectorSpec)  # K actions of a context: enumerable
 
     def check_advantage(self, advantage):
         if not advantage.per_context:

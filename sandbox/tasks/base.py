@@ -35,7 +35,7 @@ from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.frictions.precision import k3_kl
 from sandbox.objectives import PLAIN, Objective
 from sandbox.policies.base import Policy, PolicySample, Scored
-from sandbox.policies.decode import Versions
+from sandbox.core.versions import Versions
 
 TASKS: Registry[Task] = Registry("task")
 

@@ -11,7 +11,7 @@ PG oracle Σ_a π(a|x)·R(x, a)·∇log π(a|x) (enumerating the K actions) and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -19,14 +19,16 @@ from torch import Tensor
 
 from sandbox.advantages import Advantage
 from sandbox.core.rollout import Rollout
+from sandbox.core.validation import check_choice
 from sandbox.diagnostics import cosine
 from sandbox.envs.bandits import ce_oracle, exact_pg
 from sandbox.envs.contextual import ContextualEnv, ContextualEnvironment
 from sandbox.estimators import make_estimator
 from sandbox.estimators.base import Estimator
-from sandbox.objectives import expected_update
-from sandbox.policies.categorical import CategoricalPolicy
+from sandbox.objectives import MODES, expected_update
+from sandbox.policies.base import Policy
 from sandbox.tasks.base import Task
+from sandbox.tasks.compose import choose_objective, choose_policy, chosen
 
 
 def flat_grad(outputs: Tensor, params: Sequence[Tensor], population: int, retain_graph: bool = False) -> Tensor:
@@ -36,12 +38,19 @@ def flat_grad(outputs: Tensor, params: Sequence[Tensor], population: int, retain
                       for p, g in zip(params, grads)], -1)
 
 
-def compose(task: Task, env: ContextualEnv, policy: CategoricalPolicy, probes: Sequence[Estimator] = (),
+def compose(task: Task, env: ContextualEnv, own: str, build_own: Callable[[], Policy], probes: Sequence[Estimator] = (),
             probe_advantage: Advantage | None = None, reference_estimators: Sequence[str] = ()) -> None:
-    """Give ``task`` (whose knobs ``batch_size``, ``samples_per_context`` and ``objective`` are set)
-    its contextual environment, its policy and the oracle-cosine diagnostics; ``task.env`` is the
+    """Give ``task`` (whose knobs ``batch_size``, ``samples_per_context``, ``mode``, ``policy``,
+    ``policy_kwargs`` and ``objective`` are set) its contextual environment, the policy its ``policy``
+    key names (its ``own`` family from ``build_own``, else from ``env.spec``: ``sandbox.tasks.compose``),
+    the objective of ``objective``/``mode`` and the oracle-cosine diagnostics; ``task.env`` is the
     contextual problem itself."""
-    task.env, task.policy = env, policy
+    check_choice("mode", task.mode, tuple(MODES))
+    objective = chosen("objective", task.objective, "plain", "mode", "exact" if task.mode == "exact" else "plain",
+                       "plain")
+    task.env = env
+    task.policy = choose_policy(task, task.policy, env.spec, own, build_own)
+    task.objective = choose_objective(task, objective, env.spec, task.policy)
     task.environment = ContextualEnvironment(env, task.batch_size, task.samples_per_context, task.objective.enumerates)
     task.diagnostics = OracleCosines(tuple(probes), probe_advantage, tuple(reference_estimators))
 

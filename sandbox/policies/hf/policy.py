@@ -17,11 +17,13 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from sandbox.core.validation import check_int
-from sandbox.envs.text_environment import token_mask
+from sandbox.core.observations import TextPromptSpec
+from sandbox.core.tokens import token_mask
+from sandbox.core.validation import check_choice, check_int
 from sandbox.policies.base import Policy, PolicySample, Scored, register_policy
 from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.hf.logprob import CausalLMPolicy, forced_logits
+from sandbox.policies.hf.model import ARCHS, DTYPES, tiny_causal_lm
 from sandbox.policies.hf.sampling import sample_completions
 
 
@@ -55,6 +57,20 @@ class HFPolicy(Policy):
     lm: CausalLMPolicy | None = field(default=None, repr=False)  # built by ``init``
 
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    reads = (TextPromptSpec,)
+
+    @classmethod
+    def from_spec(cls, spec, arch: str = "qwen2", hidden: int = 64, layers: int = 2, heads: int = 4,
+                  tie_embeddings: bool = False, dtype: str = "float32", **policy):
+        """A tiny random ``arch`` causal LM over the spec's tokenizer (``tiny_causal_lm``, seeded by the
+        run's generator), decoding ``new_tokens``; ``policy``: its temperature, log-prob kernel, train_layers."""
+        check_choice("arch", arch, ARCHS)
+        check_choice("dtype", dtype, DTYPES)
+
+        def build(generator):
+            return tiny_causal_lm(spec.tokenizer().vocab_size, hidden, layers, heads, arch=arch,
+                                  tie_embeddings=tie_embeddings, seed=generator).to(getattr(torch, dtype))
+        return cls(build, spec.tokenizer, spec.new_tokens, **policy)
 
     @property
     def n_actions(self) -> int:

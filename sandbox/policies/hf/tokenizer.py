@@ -7,7 +7,7 @@ from pathlib import Path
 from torch import Tensor
 
 from sandbox.core.validation import check_choice
-from sandbox.envs.text import REPLACEMENT
+from sandbox.core.tokens import REPLACEMENT
 
 
 class CheckpointTokenizer:
