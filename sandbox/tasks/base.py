@@ -116,6 +116,10 @@ class Task(ABC):
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     #: its seeds cannot share one batched model: ``sandbox run --seeds N`` makes N runs, not a population
     one_model_per_run: ClassVar[bool] = False
+    #: the ``policy`` and ``objective`` names the task was made with (``sandbox.tasks.compose``; ``knobs``)
+    given_names: dict[str, str] = {}  # noqa: RUF012 (replaced per task, never mutated)
+    #: its reward is 1[a = y] for a label y (what ``label_flip`` flips: ``Friction.needs_label_reward``)
+    label_reward: ClassVar[bool] = False
 
     def __init__(self, environment: Environment, policy: Policy, objective: Objective = PLAIN, *,
                  population: int = 1, frictions: FrictionStack | None = None, temperature: float = 1.0,
@@ -143,6 +147,12 @@ class Task(ABC):
     def device(self, device: torch.device) -> None:
         self.environment.device = device
         object.__setattr__(self.policy, "device", device)  # policies may be frozen dataclasses
+
+    def knobs(self) -> dict[str, Any]:
+        """The fields the task was made with (``type(task)(**task.knobs())`` makes it again; its
+        ``policy`` and ``objective`` attributes hold the built parts, these their names)."""
+        knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "frictions"}
+        return knobs | self.given_names
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions

@@ -6,7 +6,8 @@ A preset's own family (the bandits' ``tabular``, MNIST's ``mlp``, the sequence p
 ``transformer``, the text problems' ``causal_lm``) is built from the task's own fields, as before,
 so the stored form of every run (``task``/``task_kwargs``) and its id do not move; another family
 is built from the environment's spec (``Policy.from_spec(environment.spec, **policy_kwargs)``), and
-only where it reads what the environment shows. The older knobs that chose an objective (``mode``,
+only where it reads what the environment shows. Once built, a task's ``policy`` and ``objective``
+attributes are the parts, not their names: ``Task.knobs()`` gives the fields it was made with. The older knobs that chose an objective (``mode``,
 ``backward``) and a sequence policy (``policy_family``) stay valid; naming the same choice twice
 differently is refused.
 """
@@ -46,6 +47,8 @@ def choose_policy(task: Any, name: str, spec: ObservationSpec, own: str, build_o
     family built by ``build_own`` (from the task's fields: ``policy_kwargs`` must be empty), or the
     registered family built by ``from_spec(spec, **task.policy_kwargs)``. A family that does not read
     ``spec``'s kind is refused in one line naming both (and starting with ``key``, the knob that named it)."""
+    # the names as given: the attributes ``policy`` and ``objective`` hold the built parts from here on
+    task.given_names = {"policy": task.policy, "objective": task.objective}
     family = _one_line(key, POLICIES.get, name)
     kwargs = task.policy_kwargs
     if not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
