@@ -76,6 +76,8 @@ class Policy(ABC):
     resumable: ClassVar[bool] = False
     #: the device types its tensors may live on
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: one model per run: its parameters have a population axis of 1 (a task's ``population`` must be 1)
+    one_model_per_run: ClassVar[bool] = False
 
     #: size of the action (token) vocabulary the policy samples from (a field or a property)
     n_actions: int

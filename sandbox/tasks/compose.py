@@ -59,7 +59,17 @@ def choose_policy(task: Any, name: str, spec: ObservationSpec, own: str, build_o
             raise ValueError(f"policy_kwargs: the {own!r} policy's knobs are task {task.name!r}'s own fields, "
                              f"got {sorted(kwargs)}")
         return build_own()
+    if family.one_model_per_run and task.population != 1:
+        raise ValueError(f"population: policy {name!r} is one model per run (run seeds as separate configs); "
+                         f"got population={task.population}")
     return _one_line("policy_kwargs", family.from_spec, spec, **kwargs)
+
+
+def one_model_per_run(task: type, task_kwargs: dict) -> bool:
+    """Whether a run of the task class ``task`` with ``task_kwargs`` holds one model (its seeds are
+    separate runs): the task's own family is, or the family its ``policy`` key names is."""
+    name = task_kwargs.get("policy", task_kwargs.get("policy_family"))
+    return task.one_model_per_run or (isinstance(name, str) and POLICIES.get(name).one_model_per_run)
 
 
 def choose_objective(task: Any, name: str, spec: ObservationSpec, policy: Policy) -> Objective:
@@ -67,4 +77,4 @@ def choose_objective(task: Any, name: str, spec: ObservationSpec, policy: Policy
     return _one_line("objective", make_objective, name, spec, policy, f"task {task.name!r}")
 
 
-__all__ = ["choose_objective", "choose_policy", "chosen"]
+__all__ = ["choose_objective", "choose_policy", "chosen", "one_model_per_run"]
