@@ -106,7 +106,7 @@ class Task(ABC):
     eps_mix: float = 0.0
     #: μ given to the learner: 'reported' | 'true' (what the actor really sampled from)
     behavior: str = "reported"
-    #: ``diagnostics(task, params, rollout, grad, estimator, terms_of) → {name: [S]}`` at logged steps
+    #: ``diagnostics(task, params, rollout, grad, terms_of) → {name: [S]}`` at logged steps
     diagnostics: Callable[..., dict[str, Tensor]] | None = None
     #: learner settings that learn on this task (``RunConfig`` uses them unless told otherwise)
     default_advantage: ClassVar[str] = "group_mean"
@@ -234,13 +234,13 @@ class Task(ABC):
         """Metrics of the learner, each ``[S]`` (e.g. ``error``)."""
         return self.environment.evaluate(self.policy, [p.detach() for p in params], generator)
 
-    def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor, estimator,
+    def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor,
                            terms_of: Callable | None = None) -> dict[str, Tensor]:
         """Diagnostics of the update ``grad`` [S, D] (the task's ``diagnostics`` hook), each ``[S]``;
         ``terms_of(params, rollout, advantage)`` is the learner's ``PGTerms`` builder, for probes."""
         if self.diagnostics is None:
             return {}
-        return self.diagnostics(self, params, rollout, grad, estimator, terms_of)
+        return self.diagnostics(self, params, rollout, grad, terms_of)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

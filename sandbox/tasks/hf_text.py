@@ -160,7 +160,7 @@ class HFTextTask(Task):
                               tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
 
 
-def rollout_diagnostics(task, params, rollout, grad, estimator, terms_of=None) -> dict[str, Tensor]:
+def rollout_diagnostics(task, params, rollout, grad, terms_of=None) -> dict[str, Tensor]:
     """The rollout's mean reward and response length, and the sampler's k3 KL where its numerics differ."""
     out = {"rollout_reward": rollout.rewards.float().mean(-1),
            "response_length": rollout.mask.float().sum(-1).mean(-1)}

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox.advantages import make_advantage
 from sandbox.core.validation import check_choice, check_int
 from sandbox.envs.mnist import SPLITS, MNISTEnv, check_data_dirs
-from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
 from sandbox.policies.mlp import MLP
 from sandbox.tasks.base import Task, register_task
@@ -65,8 +63,7 @@ class MNIST(Task):
         if self.data_dir is not None:
             check_data_dirs([self.data_dir])
         env = MNISTEnv(self.population, self.split, self.train_size, self.eval_size, self.data_dir, self.download)
-        compose(self, env, "mlp", lambda: MLP(784, self.hidden, 10), [make_estimator(name) for name in self.probes],
-                make_advantage(self.probe_advantage))
+        compose(self, env, "mlp", lambda: MLP(784, self.hidden, 10), tuple(self.probes), self.probe_advantage)
 
     def memory(self) -> tuple[int, int]:
         """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the
