@@ -37,13 +37,14 @@ class OracleCosines:
     update in logit space."""
 
     probes: tuple = ()
-    probe_advantage: str = "confidence"
+    probe_advantage: str | None = None
     reference_estimators: tuple = ()
 
     def __post_init__(self) -> None:
         """The probes' estimators and baseline, made once (a bad name fails when the task is made)."""
         object.__setattr__(self, "probe_estimators", tuple(make_estimator(name) for name in self.probes))
-        object.__setattr__(self, "probe_baseline", make_advantage(self.probe_advantage) if self.probes else None)
+        object.__setattr__(self, "probe_baseline",
+                           None if self.probe_advantage is None else make_advantage(self.probe_advantage))
 
     @staticmethod
     def oracle_contexts(task: Any, rollout: Rollout) -> Tensor:

@@ -22,7 +22,7 @@ from sandbox.tasks.compose import choose_objective, choose_policy, chosen
 
 
 def compose(task: Task, env: ContextualEnv, own: str, build_own: Callable[[], Policy], probes: Sequence[str] = (),
-            probe_advantage: str = "confidence", reference_estimators: Sequence[str] = ()) -> None:
+            probe_advantage: str | None = None, reference_estimators: Sequence[str] = ()) -> None:
     """Give ``task`` (whose knobs ``batch_size``, ``samples_per_context``, ``mode``, ``policy``,
     ``policy_kwargs`` and ``objective`` are set) its contextual environment, the policy its ``policy``
     key names (its ``own`` family from ``build_own``, else from ``env.spec``: ``sandbox.tasks.compose``),
