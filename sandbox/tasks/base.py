@@ -30,12 +30,12 @@ from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_memory, gib
+from sandbox.core.versions import Versions
 from sandbox.envs.base import Batch, Environment
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.frictions.precision import k3_kl
 from sandbox.objectives import PLAIN, Objective
 from sandbox.policies.base import Policy, PolicySample, Scored
-from sandbox.core.versions import Versions
 
 TASKS: Registry[Task] = Registry("task")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from torch import Tensor
 
-from sandbox.core.validation import check_choice
 from sandbox.core.tokens import REPLACEMENT
+from sandbox.core.validation import check_choice
 
 
 class CheckpointTokenizer:
