@@ -230,3 +230,34 @@ def test_one_scorer_for_the_learner():
     learner = (ROOT / "runtime" / "learner.py").read_text()
     assert "task.score(" in learner and ".policy." not in learner and ".model." not in learner
     assert "self.policy.scored(" in inspect.getsource(Task.score)
+
+
+# ----------------------------------------------------------------------------- the drawing
+def structure() -> str:
+    """The folders (rooms) on floors: a room's floor is one above the highest room it imports
+    (lazy imports included), each line ``room ← the rooms it imports``; docs/design.md shows it."""
+    graph: dict[str, set[str]] = {_layer(f): set() for f in FILES}
+    for path in FILES:
+        graph[_layer(path)] |= {m.split(".")[1] for m in _imports(path) if m.startswith("sandbox.")} - {_layer(path)}
+    floors: dict[str, int] = {}
+
+    def floor(room: str) -> int:
+        if room not in floors:
+            floors[room] = 1 + max((floor(r) for r in graph[room]), default=-1)
+        return floors[room]
+
+    lines = [f"{len(graph)} rooms, {len({floor(r) for r in graph})} floors, "
+             f"{sum(len(v) for v in graph.values())} arrows (python -m pytest tests/test_layers.py -k drawing)"]
+    for level in sorted({floor(r) for r in graph}, reverse=True):
+        for room in sorted(r for r in graph if floor(r) == level):
+            lines.append((f"{level:>2}  {room:<16}" + (f"← {' '.join(sorted(graph[room]))}" if graph[room] else "")).rstrip())
+    return "\n".join(lines)
+
+
+def test_the_drawing_in_docs_design_is_the_code():
+    """docs/design.md's structure block is ``structure()`` of the code as it is (regenerate: print it)."""
+    text = (ROOT.parent / "docs" / "design.md").read_text()
+    start, end = "<!-- structure: begin -->\n```text\n", "```\n<!-- structure: end -->"
+    assert start in text and end in text, "docs/design.md holds the structure block"
+    drawn = text[text.index(start) + len(start): text.index(end)]
+    assert drawn == structure() + "\n", "docs/design.md's structure moved: paste tests/test_layers.py's structure()"
