@@ -260,4 +260,4 @@ def test_the_drawing_in_docs_design_is_the_code():
     start, end = "<!-- structure: begin -->\n```text\n", "```\n<!-- structure: end -->"
     assert start in text and end in text, "docs/design.md holds the structure block"
     drawn = text[text.index(start) + len(start): text.index(end)]
-    assert drawn == structure() + "\n", "docs/design.md's structure moved: paste tests/test_layers.py's structure()"
+    assert drawn == structure() + "\n", f"docs/design.md's structure block is not the code's; paste:\n{structure()}"
