@@ -188,3 +188,14 @@ def test_objectives_and_policies_that_cannot_run_are_refused_in_one_line(task, k
 def test_a_token_prompt_spec_is_the_sequence_problems_sizes():
     task = make_task("reverse_copy", H=4, V=3)
     assert task.environment.spec == TokenPromptSpec(vocab=3, prompt_len=4, answer_len=4)
+
+
+def test_seeds_of_a_one_model_family_are_separate_runs():
+    """``sandbox run --seeds N`` reads the chosen family's ``one_model_per_run``: a sequence task with
+    the causal LM makes N runs, with the transformer one population of N."""
+    from sandbox.cli_run import run_configs
+
+    lm = RunConfig(task="reverse_copy", task_kwargs={"H": 2, "policy": "causal_lm"}, steps=1)
+    assert [(c.seed, c.task_kwargs.get("population")) for c in run_configs(lm, 3)] == [(0, None), (1, None), (2, None)]
+    transformer = RunConfig(task="reverse_copy", task_kwargs={"H": 2}, steps=1)
+    assert [c.task_kwargs["population"] for c in run_configs(transformer, 3)] == [3]
