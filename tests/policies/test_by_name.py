@@ -25,7 +25,6 @@ FAMILIES = ("tabular", "mlp", "transformer", "causal_lm")
 #: small knobs for a family built from an environment's spec (not the preset's own)
 SMALL = {"tabular": {}, "mlp": {"hidden": 8}, "transformer": {"width": 16, "heads": 2, "layers": 1, "mlp": 16},
          "causal_lm": {"hidden": 16, "layers": 1, "heads": 2}}
-OWN = {"tabular": "tabular", "mlp": "mlp", "transformer": "transformer", "causal_lm": "causal_lm"}
 
 
 def _tasks() -> list[str]:
@@ -199,3 +198,19 @@ def test_seeds_of_a_one_model_family_are_separate_runs():
     assert [(c.seed, c.task_kwargs.get("population")) for c in run_configs(lm, 3)] == [(0, None), (1, None), (2, None)]
     transformer = RunConfig(task="reverse_copy", task_kwargs={"H": 2}, steps=1)
     assert [c.task_kwargs["population"] for c in run_configs(transformer, 3)] == [3]
+
+
+def test_the_transformer_is_built_from_a_token_spec():
+    """``TransformerPolicy.from_spec``: the tiny transformer over the spec's vocabulary and context,
+    with its knobs as ``policy_kwargs`` (what a preset whose own family is another would build)."""
+    from sandbox.policies.transformer_policy import TransformerPolicy
+
+    policy = TransformerPolicy.from_spec(TokenPromptSpec(vocab=3, prompt_len=4, answer_len=4), **SMALL["transformer"])
+    assert (policy.model.vocab, policy.model.context, policy.model.width) == (3, 8, 16)
+    task = make_task("reverse_copy", H=4, V=3)
+    from sandbox.tasks import Task
+
+    composed = Task(task.environment, policy)
+    params = composed.init_params(derived_generator(0, "init"))
+    rollout = collect(composed, params, 0, derived_generator(0, "roll"), 0)
+    torch.testing.assert_close(composed.score(params, rollout, grad=False).logp, rollout.behavior_logp, rtol=0, atol=1e-5)
