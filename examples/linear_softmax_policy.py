@@ -1,12 +1,13 @@
-# run: sandbox run --plugin FILE --set task=reverse_copy --set task_kwargs.H=5 --set task_kwargs.policy_family=linear_softmax --set estimator=reinforce --set lr=0.1 --set steps=60
+# run: sandbox run --plugin FILE --set task=reverse_copy --set task_kwargs.H=5 --set task_kwargs.policy=linear_softmax --set estimator=reinforce --set lr=0.1 --set steps=60
 """A new policy family in one file: a linear softmax over the prompt's one-hot tokens, one weight
 block per answer position, z_t = Σ_p W[t, p, x_p] + b[t] — enough to reverse a prompt.
 
 It implements the ``Policy`` protocol (``sandbox.policies.base``): ``init`` over a population of
 seeds, ``sample`` through the one decode loop (the actor's chain: frictions, temperature, ε) and
-``score``, the one scorer the actor's report and the learner share. Registered by name, any
-sequence task trains it with ``task_kwargs.policy_family=linear_softmax``; the first line trains it
-on token reversal.
+``score``, the one scorer the actor's report and the learner share. It reads token prompts
+(``reads``), so any sequence task trains it by name, ``task_kwargs.policy=linear_softmax``, built from
+the environment's spec as ``LinearSoftmax(vocab=, prompt_len=, answer_len=, dtype=)``; the first
+line trains it on token reversal.
 """
 
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from sandbox.core.observations import TokenPromptSpec
 from sandbox.policies import Policy, PolicySample, register_policy
 from sandbox.policies.decode import Versions, decode, fresh, teacher_forced
 
@@ -28,6 +30,7 @@ class LinearSoftmax(Policy):
     answer_len: int
     dtype: torch.dtype = torch.float32
 
+    reads = (TokenPromptSpec,)  # prompts of token ids (the sequence problems)
     n_actions = property(lambda self: self.vocab)
 
     def init(self, population, generator):

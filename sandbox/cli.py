@@ -85,10 +85,27 @@ def cmd_list(args: argparse.Namespace) -> int:
                          [kinds[name] for name in delay_kinds()])
             _print_table("Staleness admission policies (staleness.admission, with staleness.budget)",
                          [(name, doc, "") for name, doc in admission_docs().items()])
+    if args.what in (None, "policies", "objectives"):
+        _print_composition(args.what)
     if args.what in (None, "figures"):
         _print_table("Figures (sandbox reproduce NAME or GROUP)",
                      [(f.name, f"[{f.group}] {f.title}", "") for f in figure_module().select()])
     return 0
+
+
+def _print_composition(what: str | None) -> None:
+    """The policy families and objectives a task's ``policy`` and ``objective`` keys name, each with
+    the observations it reads (``sandbox.core.observations``)."""
+    from sandbox.core.observations import kinds
+    from sandbox.objectives import OBJECTIVES
+    from sandbox.policies import POLICIES
+
+    for key, title, registry in (("policies", "Policies (task_kwargs.policy, with task_kwargs.policy_kwargs)", POLICIES),
+                                 ("objectives", "Objectives (task_kwargs.objective)", OBJECTIVES)):
+        if what in (None, key):
+            reads = {name: kinds(registry.get(name).reads) if registry.get(name).reads else "any observations"
+                     for name in registry.names()}
+            _print_table(title, [(name, f"reads {reads[name]}: {summary}", "") for name, summary, _ in registry.describe()])
 
 
 # ----------------------------------------------------------------------------- commands
@@ -201,7 +218,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- the parser
 def add_list_parser(sub) -> None:
     p = sub.add_parser("list", help="list estimators, advantages, controllers, frictions, tasks and figures")
-    p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers", "frictions", "tasks", "figures"])
+    p.add_argument("what", nargs="?", choices=["estimators", "advantages", "controllers", "frictions", "tasks", "policies",
+                                                  "objectives", "figures"])
     p.set_defaults(func=cmd_list)
 
 

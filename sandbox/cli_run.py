@@ -30,8 +30,9 @@ NOT_METRICS = {"step", "member", "seed", "run_id", "job_id", "label", "completed
 
 def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
     """``seeds`` seeds of ``config``: one batched population where the task has one, else
-    separate configs with seeds seed, seed + 1, … (tasks with ``one_model_per_run``)."""
+    separate configs with seeds seed, seed + 1, … (a task or a chosen policy ``one_model_per_run``)."""
     from sandbox.tasks import TASKS, load_tasks
+    from sandbox.tasks.compose import one_model_per_run
 
     if seeds is None:
         return [config]
@@ -39,7 +40,7 @@ def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
         raise ValueError(f"--seeds must be an integer ≥ 1, got {seeds!r}")
     if config.task not in TASKS:
         load_tasks()
-    if TASKS.get(config.task).one_model_per_run:  # declared by every task (sandbox.tasks.base.Task)
+    if one_model_per_run(TASKS.get(config.task), config.task_kwargs):  # the task's or its policy's (declared)
         return [config.replace(seed=config.seed + i) for i in range(seeds)]
     given = config.task_kwargs.get("population")
     if given is not None and given != seeds:

@@ -33,6 +33,18 @@ def test_list_one_table(capsys):
     assert "Controllers" in out and "Estimators" not in out
 
 
+def test_list_policies_and_objectives_with_what_they_read(capsys):
+    assert main(["list", "policies"]) == 0
+    out = capsys.readouterr().out
+    assert "Policies" in out and "Estimators" not in out and "Objectives" not in out
+    for name, reads in (("tabular", "context ids"), ("mlp", "context ids or context vectors"),
+                        ("transformer", "token prompts"), ("causal_lm", "text prompts or token prompts")):
+        assert f"  {name} " in out and f"reads {reads}:" in out, name
+    assert main(["list", "objectives"]) == 0
+    out = capsys.readouterr().out
+    assert "reads context ids or context vectors:" in out and "reads any observations:" in out and "  screened " in out
+
+
 def test_missing_plugin_is_a_clear_error(capsys):
     assert main(["--plugin", "no_such_module_xyz", "list"]) == 2
     assert "--plugin module 'no_such_module_xyz' cannot be imported" in capsys.readouterr().err

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "sandbox"
 #: layer may import each other, but never in a cycle: test_no_import_cycle_between_folders)
 LAYER = {"core": 0,
          "estimators": 1, "advantages": 1, "controllers": 1, "frictions": 1, "policies": 1, "envs": 1, "kernels": 1, "objectives": 1,
-         "diagnostics": 1,
+         "diagnostics": 1, "oracles": 1,
          "tasks": 2, "methods": 2,
          "runtime": 3,  # the actor-learner: actor, learner, loop, history, optim, config, ray_async
          "jobs": 4,  # sweeps, worker pool, backends, costs, the results store
@@ -59,6 +59,41 @@ def test_imports_run_one_way_and_never_reach_simulations(path):
         if module.startswith("sandbox."):
             other = module.split(".")[1]
             assert LAYER[other] <= LAYER[me], f"{path.relative_to(ROOT)} ({me}) imports {module} ({other}): upward"
+
+
+#: the seams between families (issue 47): what each side may not import, though the layers allow it
+#: (what both sides share — observations, token conventions, ``Versions`` — lives in ``core``)
+APART = [("policies", "envs", "no policy imports an environment"),
+         ("frictions", "policies", "no friction imports a policy"),
+         ("tasks", "estimators", "no task imports an estimator (a diagnostics hook takes estimator names)")]
+
+
+def _crossing(modules: list[str], forbidden: str) -> list[str]:
+    """The modules of ``modules`` on the ``forbidden`` side of a seam."""
+    return [m for m in modules if m == f"sandbox.{forbidden}" or m.startswith(f"sandbox.{forbidden}.")]
+
+
+@pytest.mark.parametrize("folder, forbidden, rule", APART, ids=[r for _, _, r in APART])
+def test_the_seams_between_families_hold(folder, forbidden, rule):
+    files = [path for path in FILES if _layer(path) == folder]
+    assert files, folder
+    offending = {str(path.relative_to(ROOT)): _crossing(_imports(path), forbidden) for path in files}
+    assert not {k: v for k, v in offending.items() if v}, rule
+
+
+def test_the_seam_rule_sees_a_crossing():
+    """What the rule above would refuse (a check that cannot fail checks nothing)."""
+    modules = ["sandbox.core.tokens", "sandbox.envs.text", "sandbox.envs", "sandbox.envsx"]
+    assert _crossing(modules, "envs") == ["sandbox.envs.text", "sandbox.envs"]
+
+
+def test_no_two_modules_import_each_other():
+    """No two-file loop (``runtime/build.py`` ↔ ``runtime/config.py`` was one), lazy imports included."""
+    names = {f: "sandbox." + ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for f in FILES}
+    graph = {names[f]: {m for m in _imports(f) if m.startswith("sandbox.")} for f in FILES}
+    loops = sorted({tuple(sorted((a, b))) for a, deps in graph.items() for b in deps
+                    if b != a and b in graph and a in graph[b] and not a.startswith(b + ".") and not b.startswith(a + ".")})
+    assert not loops, f"modules that import each other: {loops}"
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -195,3 +230,34 @@ def test_one_scorer_for_the_learner():
     learner = (ROOT / "runtime" / "learner.py").read_text()
     assert "task.score(" in learner and ".policy." not in learner and ".model." not in learner
     assert "self.policy.scored(" in inspect.getsource(Task.score)
+
+
+# ----------------------------------------------------------------------------- the drawing
+def structure() -> str:
+    """The folders (rooms) on floors: a room's floor is one above the highest room it imports
+    (lazy imports included), each line ``room ← the rooms it imports``; docs/design.md shows it."""
+    graph: dict[str, set[str]] = {_layer(f): set() for f in FILES}
+    for path in FILES:
+        graph[_layer(path)] |= {m.split(".")[1] for m in _imports(path) if m.startswith("sandbox.")} - {_layer(path)}
+    floors: dict[str, int] = {}
+
+    def floor(room: str) -> int:
+        if room not in floors:
+            floors[room] = 1 + max((floor(r) for r in graph[room]), default=-1)
+        return floors[room]
+
+    lines = [f"{len(graph)} rooms, {len({floor(r) for r in graph})} floors, "
+             f"{sum(len(v) for v in graph.values())} arrows (python -m pytest tests/test_layers.py -k drawing)"]
+    for level in sorted({floor(r) for r in graph}, reverse=True):
+        for room in sorted(r for r in graph if floor(r) == level):
+            lines.append((f"{level:>2}  {room:<16}" + (f"← {' '.join(sorted(graph[room]))}" if graph[room] else "")).rstrip())
+    return "\n".join(lines)
+
+
+def test_the_drawing_in_docs_design_is_the_code():
+    """docs/design.md's structure block is ``structure()`` of the code as it is (regenerate: print it)."""
+    text = (ROOT.parent / "docs" / "design.md").read_text()
+    start, end = "<!-- structure: begin -->\n```text\n", "```\n<!-- structure: end -->"
+    assert start in text and end in text, "docs/design.md holds the structure block"
+    drawn = text[text.index(start) + len(start): text.index(end)]
+    assert drawn == structure() + "\n", f"docs/design.md's structure block is not the code's; paste:\n{structure()}"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec
 from sandbox.envs.contextual import ContextualEnv
 
 # ----------------------------------------------------------------------------- closed forms
@@ -87,6 +88,10 @@ class BanditEnv(ContextualEnv):
 
     def oracle_contexts(self, contexts):
         return self.all_contexts()
+
+    @property
+    def spec(self) -> ContextIdSpec:
+        return ContextIdSpec(self.N, self.K, self.dtype)
 
     def features(self, contexts, dtype=torch.float32):
         return contexts

@@ -3,6 +3,7 @@ contaminated MNIST, the sequence problems, the text problems), over S seeds; no 
 
     reset(generator)                          the seeds' state (correct arms, a prompt pool …)
     draw_batch(generator) → Batch             the contexts or prompts of one step
+    spec → ObservationSpec                    what it shows (the sizes a policy is built from)
     observe(obs, extras) → what the policy conditions on
     correct_answers / wrong_answers(batch)    what frictions may know (``[*P, B, T]`` tokens)
     reward(batch, actions, generator)         rewards ``[*P, B]``
@@ -10,19 +11,21 @@ contaminated MNIST, the sequence problems, the text problems), over S seeds; no 
 
 A family's raw problems keep their own small contracts (``ContextualEnv``, ``SequenceEnv``,
 ``TextEnv``: one file per problem); one ``Environment`` per family composes them with the batch
-layout the task's knobs choose (``sandbox.envs.categorical``, ``sandbox.envs.sequences.environment``,
+layout the task's knobs choose (``sandbox.envs.contextual``, ``sandbox.envs.sequences.environment``,
 ``sandbox.envs.text_environment``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
+
+from sandbox.core.observations import Contexts, ObservationSpec, Prompts, TextPrompts
 
 
 @dataclass
@@ -37,40 +40,6 @@ class Batch:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Contexts:
-    """What a categorical policy sees: context ids ``ids [S, R]``, ``features(ids, dtype)`` (the ids
-    themselves, or pixels), ``run`` (rows come in runs of ``run`` identical contexts, when they do)
-    and whether every action of each context is ``enumerated`` (``run`` = K rows per context)."""
-
-    ids: Tensor
-    features: Callable[[Tensor, torch.dtype], Tensor]
-    run: int = 1
-    enumerated: bool = False
-
-
-@dataclass(frozen=True)
-class Prompts:
-    """What a sequence policy sees: prompts ``tokens [S, G, P]``, each answered by ``per_prompt``
-    rows (row g·M + m answers prompt g) of ``answer_len`` tokens — or fewer, ended by the token
-    ``eos`` when the problem has one (later positions are padding)."""
-
-    tokens: Tensor
-    per_prompt: int
-    answer_len: int
-    eos: int | None = None
-
-
-@dataclass(frozen=True)
-class TextPrompts:
-    """What a causal LM sees: left-padded prompt ids ``ids [B, P]`` with their ``mask``, one row per
-    completion (``per_prompt`` rows of one problem in a row)."""
-
-    ids: Tensor
-    mask: Tensor
-    per_prompt: int = 1
-
-
 class Environment(ABC):
     """An environment family (module docstring)."""
 
@@ -81,6 +50,12 @@ class Environment(ABC):
     state_first: ClassVar[bool] = True
     #: the run's device (set by the task): random draws stay on the CPU generators, tensors move here
     device: torch.device = torch.device("cpu")
+
+    @property
+    @abstractmethod
+    def spec(self) -> ObservationSpec:
+        """What it shows a policy (``sandbox.core.observations``): the sizes a policy family is
+        built from, and the kind a family must read to be chosen on it."""
 
     def reset(self, generator: torch.Generator) -> None:
         """Draw the seeds' state from the task's ``generator`` (default: no state)."""
@@ -132,4 +107,4 @@ class Environment(ABC):
             setattr(self, key, value)
 
 
-__all__ = ["Batch", "Contexts", "Environment", "Prompts", "TextPrompts"]
+__all__ = ["Batch", "Contexts", "Environment", "ObservationSpec", "Prompts", "TextPrompts"]

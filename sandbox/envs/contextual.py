@@ -18,7 +18,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from sandbox.envs.base import Batch, Contexts, Environment
+from sandbox.core.rollout import Rollout
+from sandbox.envs.base import Batch, Contexts, Environment, ObservationSpec
 
 
 class ContextualEnv(ABC):
@@ -70,6 +71,12 @@ class ContextualEnv(ABC):
         """The contexts the oracles average over, given the batch's distinct ones (default: those)."""
         return contexts
 
+    @property
+    @abstractmethod
+    def spec(self) -> ObservationSpec:
+        """What ``features`` shows: ids of a finite table (``ContextIdSpec``) or vectors
+        (``ContextVectorSpec``), with the number of actions (``sandbox.core.observations``)."""
+
     @abstractmethod
     def features(self, contexts: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
         """What the policy sees of contexts ``[S, n]``: ids, or ``[S, n, d]`` inputs of ``dtype``."""
@@ -105,9 +112,31 @@ class ContextualEnvironment(Environment):
         contexts = self.env.sample_contexts(n, generator).repeat_interleave(m, dim=-1)  # [S, n·m]
         return Batch(obs=contexts, rows=contexts, group=self.env.group_ids(contexts, m))
 
+    @property
+    def spec(self) -> ObservationSpec:
+        return self.env.spec
+
     def observe(self, obs, extras):
         run = self.env.n_actions if self.enumerated else self.samples_per_context
         return Contexts(obs, self.env.features, run, self.enumerated)
+
+    def enumerated_rollout(self, batch: Batch, true_logp: Tensor, reported_logp: Tensor, version: int) -> Rollout:
+        """Every action of each of the batch's ``n`` contexts as a row (rows ``n·K``, T = 1), with the
+        log-probs μ the exact objective computed (``sandbox.objectives.exact``) and each row's reward
+        from the reward table: the rollout ``objective='exact'`` differentiates."""
+        contexts = batch.obs
+        (S, n), K = contexts.shape, self.env.n_actions
+        return Rollout(
+            obs=contexts.repeat_interleave(K, dim=-1),
+            actions=torch.arange(K).repeat(n).expand(S, n * K).unsqueeze(-1),
+            mask=torch.ones(S, n * K, 1, dtype=torch.bool),
+            behavior_logp=reported_logp,
+            true_behavior_logp=true_logp,
+            rewards=self.env.reward_table(contexts).to(true_logp.dtype).reshape(S, n * K),
+            group=torch.arange(n).repeat_interleave(K),
+            version=torch.full((S, n * K, 1), int(version), dtype=torch.long),
+            extras={"labels": self.env.labels(contexts).repeat_interleave(K, dim=-1)},
+        )
 
     def correct_answers(self, batch):
         return self.env.labels(batch.obs).unsqueeze(-1)

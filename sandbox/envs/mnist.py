@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextVectorSpec
 from sandbox.core.seeding import derived_generator
 from sandbox.core.validation import check_choice, check_int
 from sandbox.envs.contextual import ContextualEnv
@@ -62,6 +63,7 @@ MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.go
            "http://yann.lecun.com/exdb/mnist/")
 REPO = Path(__file__).resolve().parents[2]
 SPLITS = ("test10k", "full", "auto")
+PIXELS = 28 * 28  # what the policy sees of an image: its flattened pixels
 IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
@@ -335,6 +337,10 @@ class MNISTEnv(ContextualEnv):
 
     def labels(self, contexts):
         return self.data.train_y[contexts]
+
+    @property
+    def spec(self) -> ContextVectorSpec:
+        return ContextVectorSpec(PIXELS, self.n_actions)
 
     def features(self, contexts, dtype=torch.float32):
         """``[S, n, 784]`` pixels of image ids ``[S, n]``."""

@@ -29,10 +29,10 @@ import torch
 from torch import Tensor
 
 from sandbox.core.registry import Registry
+from sandbox.core.tokens import REPLACEMENT
 from sandbox.core.validation import check_choice, check_int, check_range
 
 PAD, EOS = "<pad>", "<eos>"
-REPLACEMENT = "\ufffd"  # how an id outside the vocabulary decodes with errors='replace'
 #: digits, operators, letters
 DEFAULT_CHARS = string.digits + "+-*=" + string.ascii_lowercase
 

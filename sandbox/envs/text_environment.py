@@ -19,16 +19,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import TextPromptSpec
 from sandbox.core.sampling import SamplingChain
+from sandbox.core.tokens import token_mask
 from sandbox.envs.base import Batch, Environment, TextPrompts
 from sandbox.envs.text import TextEnv, encode_batch
-
-
-def token_mask(actions: Tensor, eos_id: int) -> Tensor:
-    """Generated tokens ``[*B, T]`` up to and including the first EOS (True); the padding after it (False)."""
-    eos = (actions == eos_id).long()
-    before = eos.cumsum(-1) - eos  # EOS tokens strictly before position t
-    return before == 0
 
 
 @dataclass(eq=False)
@@ -78,6 +73,10 @@ class TextEnvironment(Environment):
                   "target_mask": token_mask(rows["target"], eos).unsqueeze(0)}
         return Batch(obs=rows["prompt_ids"].unsqueeze(0), rows=rows,
                      group=torch.arange(n, device=self.device).repeat_interleave(G), extras=extras)
+
+    @property
+    def spec(self) -> TextPromptSpec:
+        return TextPromptSpec(self.new_tokens, self.tokenizer)
 
     def observe(self, obs, extras):
         return TextPrompts(obs[0], extras["prompt_mask"][0], self.samples_per_prompt)

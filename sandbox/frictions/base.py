@@ -83,6 +83,9 @@ class Friction:
     #: frictions that continue a sequence with newer weights: the actor calls their ``sample`` with a
     #: version → parameters lookup instead of the task's sampler (``sandbox.frictions.partial``)
     resumes_versions: ClassVar[bool] = False
+    #: frictions that flip the label of a reward 1[a = y]: only a task that pays one takes them
+    #: (``Task.label_reward``; ``RunConfig`` checks)
+    needs_label_reward: ClassVar[bool] = False
     #: the field that holds the friction's strength (``strength = "p"``); None: always active
     strength: ClassVar[str | None] = None
     #: the strength at which the friction is the identity (``chunks = 1`` for partial rollouts)

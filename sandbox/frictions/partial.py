@@ -20,8 +20,8 @@ from torch import Tensor
 
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_range
+from sandbox.core.versions import Versions
 from sandbox.frictions.base import Friction, register_friction
-from sandbox.policies.decode import Versions
 
 
 @register_friction("partial_rollouts")

@@ -4,14 +4,19 @@ gradient of Σ weight·token_loss is the exact expected update E_{a∼μ}[g(a)] 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec, ContextVectorSpec
+from sandbox.core.rollout import Rollout
 from sandbox.core.terms import EstimatorOutput, PGTerms
 from sandbox.estimators.base import Estimator
-from sandbox.objectives.base import PLAIN, Objective
+from sandbox.objectives.base import OBJECTIVES, PLAIN, Objective
 
 
 def enumerated_terms(logits: Tensor, actor_probs: Tensor, rewards: Tensor, baseline: Tensor | float,
@@ -46,6 +51,7 @@ def expected_objective(estimator: Estimator, terms: PGTerms, weights: Tensor) ->
     return EstimatorOutput(loss=(weights * values).sum(), metrics={})
 
 
+@OBJECTIVES.register("exact")
 @dataclass(frozen=True)
 class ExactExpectation(Objective):
     """``mode='exact'``: the actor enumerates every action of every context (``enumerates``) and
@@ -53,6 +59,7 @@ class ExactExpectation(Objective):
     exact expected update. It needs a per-context baseline and an estimator that is not batch-dependent."""
 
     enumerates = True
+    reads = (ContextIdSpec, ContextVectorSpec)  # K actions of a context: enumerable
 
     def check_advantage(self, advantage):
         if not advantage.per_context:
@@ -61,6 +68,34 @@ class ExactExpectation(Objective):
 
     def __call__(self, estimator, terms, rollout, params=None):
         return expected_objective(estimator, terms, rollout.extras["weights"])
+
+    def collect(self, task: Any, actor_params: Sequence[Tensor], version: int, generator: torch.Generator,
+                seed: int) -> Rollout:
+        """The actor's rollout under this objective (``sandbox.runtime.actor.collect`` hands it over):
+        every (context, action) row of the task's batch, μ from the actor's sampling chain over the
+        policy's logits, ``extras['weights'] = μ(a|x)/n``; the rows (rewards, labels) are the
+        contextual environment's (``enumerated_rollout``). Only frictions that change μ apply."""
+        frictions = task.frictions
+        if any(f.kind == "reward" or f.replaces_rows for f in frictions.frictions):
+            raise ValueError("the exact (enumerating) mode takes only frictions that change μ (logit noise, "
+                             "quantisation, ε-random): row overrides and reward corruption need mode='sampled'")
+        batch = task.draw_batch(generator)
+        ctx = task.friction_context(batch, seed)
+        with torch.no_grad():
+            params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
+            chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
+            obs = task.environment.observe(batch.obs, batch.extras)
+            logits = task.policy.token_logits(params, obs, None)[..., 0, :]  # [S, n, K]: one position
+            mu = chain.distribution(logits)[1]
+            reported = None if chain.reports_sampled else chain.reporting().distribution(logits)[0]
+        S, n, K = mu.shape
+        # actions whose probability underflows to 0 carry weight 0: keep their log-prob finite
+        tiny = torch.finfo(mu.dtype).tiny
+        log_mu = torch.log(mu.clamp(min=tiny)).reshape(S, n * K, 1)
+        reported = log_mu if reported is None else reported.clamp(min=math.log(tiny)).reshape(S, n * K, 1)
+        rollout = task.environment.enumerated_rollout(batch, log_mu, reported, version)
+        rollout.extras["weights"] = (mu / n).reshape(S, n * K, 1)
+        return rollout
 
 
 EXACT = ExactExpectation()

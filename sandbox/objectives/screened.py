@@ -7,27 +7,43 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import Prompts, TokenPromptSpec
 from sandbox.core.rollout import Rollout
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.estimators.base import Estimator, aggregate
-from sandbox.objectives.base import Objective
+from sandbox.objectives.base import OBJECTIVES, Objective
 
 #: the policy's log-probs of answers ``[S, n, A]`` to prompts ``[S, g, P]`` (row i answers prompt groups[:, i])
 Rescore = Callable[..., Tensor]
 
 
+@OBJECTIVES.register("screened")
 @dataclass(frozen=True)
 class ScreenedBackward(Objective):
-    """``backward='screened'``: the learner scores the rollout without gradients (``rescores``); the
-    loss re-runs only the rows Kondo keeps through ``answer_logp(params, prompts, answers, groups=)``
-    (the policy's scorer). Needs an estimator that screens rows and no KL penalty."""
+    """``objective='screened'`` (``backward='screened'``): the learner scores the rollout without
+    gradients (``rescores``); the loss re-runs only the rows Kondo keeps through ``policy.score`` on
+    ``Prompts`` whose ``groups`` name each kept row's prompt (a policy that ``scores_regrouped``).
+    Needs an estimator that screens rows and no KL penalty."""
 
-    answer_logp: Rescore
+    policy: Any
     rescores = True
+    reads = (TokenPromptSpec,)
+
+    @classmethod
+    def compose(cls, policy):
+        if not policy.scores_regrouped:
+            raise ValueError(f"objective 'screened' re-runs the kept rows through a scorer of regrouped prompts; "
+                             f"policy {type(policy).__name__} has none: use objective 'plain' (backward='full')")
+        return cls(policy)
+
+    def answer_logp(self, params: Sequence[Tensor], prompts: Tensor, answers: Tensor, groups: Tensor) -> Tensor:
+        """The policy's log-probs of ``answers [S, n, A]``, row i answering ``prompts[:, groups[:, i]]``."""
+        return self.policy.score(params, Prompts(prompts, 1, answers.shape[-1], groups=groups), answers)
 
     def __call__(self, estimator, terms, rollout, params=None):
         if not estimator.screens_rows:

@@ -28,9 +28,10 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ObservationSpec, kinds
 from sandbox.core.registry import Registry
 from sandbox.core.sampling import SamplingChain
-from sandbox.policies.decode import Versions
+from sandbox.core.versions import Versions
 
 
 @dataclass
@@ -57,7 +58,16 @@ class Scored:
 
 class Policy(ABC):
     """A model family (module docstring). Subclasses give ``n_actions`` and implement ``init``, ``sample``
-    and ``score``; ``scored`` (the learner's call) and ``token_logits`` have defaults."""
+    and ``score``; ``scored`` (the learner's call) and ``token_logits`` have defaults. A registered
+    family declares the observations it ``reads`` (spec classes of ``sandbox.core.observations``)
+    and is built from an environment's spec by ``from_spec``."""
+
+    #: the kinds of observation it reads (``ContextIdSpec``, ``TokenPromptSpec`` …): a task refuses
+    #: it on an environment that shows another kind, in one line naming both
+    reads: ClassVar[tuple[type[ObservationSpec], ...]] = ()
+    #: ``score`` takes ``Prompts`` whose ``groups`` map any rows to any prompts (the screened
+    #: objective re-scores only the rows it keeps through it)
+    scores_regrouped: ClassVar[bool] = False
 
     #: π_θ = softmax(z_θ/τ): the one temperature (module docstring)
     temperature: float = 1.0
@@ -66,11 +76,20 @@ class Policy(ABC):
     resumable: ClassVar[bool] = False
     #: the device types its tensors may live on
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: one model per run: its parameters have a population axis of 1 (a task's ``population`` must be 1)
+    one_model_per_run: ClassVar[bool] = False
 
     #: size of the action (token) vocabulary the policy samples from (a field or a property)
     n_actions: int
     #: the run's device (set through the task)
     device: torch.device = torch.device("cpu")
+
+    @classmethod
+    def from_spec(cls, spec: ObservationSpec, **kwargs: Any) -> Policy:
+        """The family built for an environment's ``spec`` with the run's ``policy_kwargs``: by default
+        ``cls(**spec.policy_fields(), **kwargs)`` (token prompts: ``vocab``, ``prompt_len``,
+        ``answer_len``, ``dtype``)."""
+        return cls(**spec.policy_fields(), **kwargs)
 
     @abstractmethod
     def init(self, population: int, generator: torch.Generator) -> list[Tensor]:
@@ -104,8 +123,8 @@ class Policy(ABC):
         return None
 
 
-#: every policy family by name (``register_policy``); a sequence task builds a registered policy
-#: other than its transformer as ``cls(vocab=, prompt_len=, answer_len=, dtype=, **policy_kwargs)``
+#: every policy family by name (``register_policy``); a task builds a family other than its own as
+#: ``cls.from_spec(environment.spec, **policy_kwargs)`` where the family ``reads`` that spec
 POLICIES: Registry[Policy] = Registry("policy")
 
 
@@ -114,6 +133,9 @@ def register_policy(name: str, *, replace: bool = False):
     def decorator(cls: type[Policy]) -> type[Policy]:
         if not (isinstance(cls, type) and issubclass(cls, Policy)):
             raise ValueError(f"register_policy({name!r}) takes a subclass of sandbox.policies.base.Policy, got {cls!r}")
+        if not (cls.reads and all(isinstance(s, type) and issubclass(s, ObservationSpec) for s in cls.reads)):
+            raise ValueError(f"register_policy({name!r}): declare the observations {cls.__name__} reads, e.g. "
+                             f"reads = (TokenPromptSpec,) (sandbox.core.observations), got {kinds(cls.reads)}")
         return POLICIES.register(name, replace=replace)(cls)
     return decorator
 

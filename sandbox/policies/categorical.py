@@ -16,12 +16,15 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec, ContextVectorSpec
 from sandbox.policies.base import Policy, PolicySample, Scored
 from sandbox.policies.decode import Versions, decode, fresh, teacher_forced
 
 
 class CategoricalPolicy(Policy):
     """init → params ``[S, ...]``; ``logits(params, features)`` → ``[S, n, K]``."""
+
+    reads = (ContextIdSpec, ContextVectorSpec)
 
     #: a forward per row costs: rows that come in runs of one context are computed once per run
     once_per_context: ClassVar[bool] = False

@@ -14,7 +14,7 @@ t under θ_{v_t}, through the same chain, so a sampler and its scorer cannot dis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,42 +23,13 @@ from torch import Tensor
 
 from sandbox.core.sampling import SamplingChain, draw
 from sandbox.core.validation import on_host
+from sandbox.core.versions import Versions
 
 #: ``steps(params, tokens [..., t]) → logits [..., V]`` of position t (t = 0: after the prompt alone)
 Steps = Callable[[Any, Tensor], Tensor]
 #: ``uniforms(t, probs [..., V]) → u [..., 1]`` in [0, 1), the draw of position t
 Uniforms = Callable[[int, Tensor], Tensor]
 LogpFn = Callable[[Tensor], Tensor]
-
-
-@dataclass(frozen=True)
-class Versions:
-    """The version that decodes each position (``stamps``, one per position) and the parameters of
-    every stamped version (whatever the policy's stepper takes: population tensors, a module)."""
-
-    stamps: tuple[int, ...]
-    params: Mapping[int, Any]
-
-    def __post_init__(self) -> None:
-        if not self.stamps:
-            raise ValueError("stamps must name the version of at least one position, got none")
-        missing = sorted(set(self.stamps) - set(self.params))
-        if missing:
-            raise ValueError(f"params must hold every stamped version, missing {missing}")
-
-    @classmethod
-    def single(cls, params: Any, length: int, version: int = 0) -> Versions:
-        """An ordinary rollout: ``params`` decode all ``length`` positions."""
-        return cls((version,) * length, {version: params})
-
-    @property
-    def first(self) -> Any:
-        """The parameters of the first position's version (the one the rollout started with)."""
-        return self.params[self.stamps[0]]
-
-    def stamp(self, shape: Sequence[int]) -> Tensor:
-        """The version of every position, ``[..., T]`` long."""
-        return torch.tensor(self.stamps, dtype=torch.long).expand(*shape).clone()
 
 
 @dataclass(frozen=True)

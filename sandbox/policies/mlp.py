@@ -5,6 +5,8 @@ logits = relu(x·W1 + b1)·W2 + b2 with parameters ``W1 [S, d_in, H]``, ``b1 [S,
 initialisation is PyTorch's ``nn.Linear`` default — kaiming-uniform(a = √5) weights and biases,
 both U(−1/√fan_in, 1/√fan_in) — drawn from an explicit generator.
 
+Context ids (``ContextIdSpec``: the bandits) are read as their one-hot vectors, d_in = n_contexts.
+
 Per-sample squared gradient norms of log π(a|x) (VCPO's minimum-variance baseline) have a closed
 form: with e = onehot(a) − π, h the hidden activations and δ = (W2·e) ⊙ 1[pre-activation > 0],
 ‖∇ log π(a|x)‖² = ‖e‖²·(‖h‖² + 1) + ‖δ‖²·(‖x‖² + 1).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec, ContextVectorSpec
 from sandbox.core.validation import check_int, check_range, check_tensor
 from sandbox.policies.base import register_policy
 from sandbox.policies.categorical import CategoricalPolicy
@@ -34,6 +37,13 @@ class MLP(CategoricalPolicy):
     n_out: int = 10
 
     once_per_context = True  # a forward per image: the samples of one image share it
+    reads = (ContextIdSpec, ContextVectorSpec)  # ids as one-hot vectors
+
+    @classmethod
+    def from_spec(cls, spec, hidden: int = 100):
+        """d_in = the vectors' dimension (or the number of context ids), n_out = the actions."""
+        d_in = spec.n_contexts if isinstance(spec, ContextIdSpec) else spec.dim
+        return cls(d_in, hidden, spec.n_actions)
 
     def __post_init__(self) -> None:
         check_int("d_in", self.d_in, low=1)
@@ -71,6 +81,12 @@ class MLP(CategoricalPolicy):
                 raise ValueError(f"{name} must have shape {shape}, got {tuple(p.shape)}")
         return S
 
+    def inputs(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
+        """``x`` as float inputs: context ids ``[S, n]`` become their one-hot vectors ``[S, n, d_in]``."""
+        if x.is_floating_point():
+            return x
+        return torch.nn.functional.one_hot(x, self.d_in).to(params[0].dtype)
+
     def hidden_pre(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
         """Pre-activations x·W1 + b1, ``[S, n, H]`` for inputs ``x [S, n, d_in]`` or shared ``[n, d_in]``."""
         W1, b1 = params[0], params[1]
@@ -81,6 +97,7 @@ class MLP(CategoricalPolicy):
     def logits(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
         """``[S, n, n_out]`` logits for inputs ``[S, n, d_in]`` (or ``[n, d_in]`` shared by all members)."""
         self.check_params(params)
+        x = self.inputs(params, x)
         check_tensor("x", x, dtype="float", ndim=(2, 3), finite=False)
         if x.shape[-1] != self.d_in:
             raise ValueError(f"x must have last dimension d_in={self.d_in}, got shape {tuple(x.shape)}")
@@ -91,6 +108,7 @@ class MLP(CategoricalPolicy):
         """‖∇_θ log π(a|x)‖² per row ``[S, n]`` (closed form, see the module docstring); no autograd."""
         with torch.no_grad():
             params = [p.detach() for p in params]
+            x = self.inputs(params, x)
             pre = self.hidden_pre(params, x)
             h = torch.relu(pre)
             probs = torch.softmax(torch.baddbmm(params[3].unsqueeze(1), h, params[2]), -1)

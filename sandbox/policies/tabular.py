@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import ContextIdSpec
 from sandbox.policies.base import register_policy
 from sandbox.policies.categorical import CategoricalPolicy
 
@@ -42,7 +43,13 @@ class TabularPolicy(CategoricalPolicy):
     init_std: float = 0.0
     dtype: torch.dtype = torch.float32
 
+    reads = (ContextIdSpec,)  # a row of the table per context id
     scores_enumerated_contexts = True  # exact mode: log π of each context once, no per-row logits
+
+    @classmethod
+    def from_spec(cls, spec, init_std: float = 0.0):
+        """A table of the environment's ``n_contexts × n_actions`` in its dtype, N(0, init_std²)."""
+        return cls(spec.n_contexts, spec.n_actions, init_std, spec.dtype)
 
     def init(self, population, generator):
         return [init_table(population, self.n_contexts, self.n_actions, self.init_std, generator, self.dtype)]

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import torch
 
+from sandbox.core.observations import TokenPromptSpec
 from sandbox.policies.base import Policy, PolicySample, register_policy
 from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.transformer import Transformer
@@ -31,8 +32,17 @@ class TransformerPolicy(Policy):
     dtype: torch.dtype = torch.float32
     share_prompts: bool = True
 
+    reads = (TokenPromptSpec,)
     resumable: ClassVar[bool] = True  # partial rollouts: each position decoded by its version
+    scores_regrouped: ClassVar[bool] = True  # the screened objective's rows: ``Prompts.groups``
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+
+    @classmethod
+    def from_spec(cls, spec, share_prompts: bool = True, **model):
+        """The tiny transformer over the spec's vocabulary and context (its ``Transformer`` knobs:
+        width, heads, layers, mlp, init_std, variant)."""
+        return cls(Transformer(vocab=spec.vocab, context=spec.prompt_len + spec.answer_len, **model), spec.dtype,
+                   share_prompts)
 
     @property
     def n_actions(self) -> int:
@@ -50,6 +60,8 @@ class TransformerPolicy(Policy):
         return PolicySample(out.actions, out.logp, teacher_forced(forced, versions, out))
 
     def score(self, params, obs, actions):
+        if obs.groups is not None:  # rows answer the prompts ``groups`` names (the grouped scorer)
+            return self.model.answer_logp(params, obs.tokens, actions, groups=obs.groups)
         return self.model.answer_logp(params, obs.tokens, actions, share_prompts=self.share_prompts)
 
     def token_logits(self, params, obs, actions):

@@ -6,13 +6,13 @@
 
 ``behavior_logp`` is what the actor reports, ``true_behavior_logp`` the log-prob under what it
 really sampled from; because the chain and the override mixtures are composed here, once, the two
-are right for any stack of frictions. ``enumerate_rollout`` is the exact-expectation twin: every
-action of every context with its weight μ/n (no sampling, so no row overrides or reward noise).
+are right for any stack of frictions. An objective that ``enumerates`` (the exact expectation,
+``sandbox.objectives.exact``) collects its own rollout instead: every action of every context with
+its weight μ/n, through the same friction context and chain (no sampling).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -38,7 +38,7 @@ def collect(task: Task, actor_params: Sequence[Tensor], version: int, generator:
     friction noise, so the same tokens: checked)."""
     frictions = task.frictions
     if task.objective.enumerates:
-        return enumerate_rollout(task, frictions, actor_params, version, generator, seed)
+        return task.objective.collect(task, actor_params, version, generator, seed)
     resumer = require_versions(frictions, params_of, latest)
     batch = task.draw_batch(generator)
     ctx = task.friction_context(batch, seed)
@@ -93,37 +93,3 @@ def require_versions(frictions: FrictionStack, params_of: VersionLookup | None, 
                          "version (params_of, latest), which only the simulated loop with history='params' has, not the "
                          "Ray runtime's workers")
     return resumer
-
-
-def enumerate_rollout(task: Task, frictions: FrictionStack, actor_params: Sequence[Tensor], version: int,
-                      generator: torch.Generator, seed: int) -> Rollout:
-    """Every (context, action) row of the batch with μ from the actor's sampling chain: rows
-    ``n·K``, T = 1, ``extras['weights'] = μ(a|x)/n`` (the objective's weights)."""
-    if any(f.kind == "reward" or f.replaces_rows for f in frictions.frictions):
-        raise ValueError("the exact (enumerating) mode takes only frictions that change μ (logit noise, "
-                         "quantisation, ε-random): row overrides and reward corruption need mode='sampled'")
-    batch = task.draw_batch(generator)
-    ctx = task.friction_context(batch, seed)
-    with torch.no_grad():
-        params = frictions.actor_params(list(actor_params), ctx) if frictions else list(actor_params)
-        chain = frictions.sampling_chain(ctx, generator, task.temperature, task.eps_mix)
-        logits = task.policy.context_logits(params, task.environment.observe(batch.obs, batch.extras))
-        mu = chain.distribution(logits)[1]  # [S, n, K]
-        reported = None if chain.reports_sampled else chain.reporting().distribution(logits)[0]
-    S, n, K = mu.shape
-    # actions whose probability underflows to 0 carry weight 0: keep their log-prob finite
-    tiny = torch.finfo(mu.dtype).tiny
-    log_mu = torch.log(mu.clamp(min=tiny)).reshape(S, n * K, 1)
-    reported = log_mu if reported is None else reported.clamp(min=math.log(tiny)).reshape(S, n * K, 1)
-    labels = task.env.labels(batch.obs)
-    return Rollout(
-        obs=batch.obs.repeat_interleave(K, dim=-1),
-        actions=torch.arange(K).repeat(n).expand(S, n * K).unsqueeze(-1),
-        mask=torch.ones(S, n * K, 1, dtype=torch.bool),
-        behavior_logp=reported,
-        true_behavior_logp=log_mu,
-        rewards=task.env.reward_table(batch.obs).to(mu.dtype).reshape(S, n * K),
-        group=torch.arange(n).repeat_interleave(K),
-        version=torch.full((S, n * K, 1), int(version), dtype=torch.long),
-        extras={"labels": labels.repeat_interleave(K, dim=-1), "weights": (mu / n).reshape(S, n * K, 1)},
-    )

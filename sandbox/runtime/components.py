@@ -110,7 +110,7 @@ def build_frictions(frictions: Sequence = (), staleness: dict | None = None, nam
 def _label_tasks() -> list[str]:
     from sandbox.tasks import TASKS
 
-    return [name for name in TASKS.names() if getattr(TASKS.get(name), "label_reward", False)]
+    return [name for name in TASKS.names() if TASKS.get(name).label_reward]
 
 
 def check_components(task, frictions: FrictionStack, *, task_name: str, friction_names: Sequence[str],
@@ -124,7 +124,7 @@ def check_components(task, frictions: FrictionStack, *, task_name: str, friction
     schedule = frictions.schedule
     schedule.check_steps(steps)  # a kind that never delays within the run: a synchronous run under a stale name
     for i, name in enumerate(friction_names):  # a class attribute: inactive frictions left the stack
-        if getattr(FRICTIONS.get(name), "needs_label_reward", False) and not getattr(task, "label_reward", False):
+        if FRICTIONS.get(name).needs_label_reward and not task.label_reward:
             raise ValueError(f"frictions[{i}] {name}: flips the label of a reward 1[a = y], but task {task_name!r} "
                              f"pays no such reward ({type(task).__doc__.split('.')[0].strip()}); use it on a task "
                              f"whose reward is a label match: {', '.join(_label_tasks())}")

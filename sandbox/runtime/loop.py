@@ -172,7 +172,7 @@ class ActorLearner:
                 metrics["entropy"] = token_entropy(logits, rollout.mask)
             with torch.enable_grad():
                 metrics.update(self.task.update_diagnostics(
-                    self.params, rollout, flat, self.estimator,
+                    self.params, rollout, flat,
                     terms_of=lambda params, r, advantage: learner_terms(self.task, params, r, advantage, None, False)))
         return metrics
 

@@ -1,5 +1,6 @@
 """Bandit tasks: the bandits of ``sandbox.envs.bandits`` × the tabular softmax policy
-(``sandbox.policies.tabular``), sampled or with the exact expected update (``mode='exact'``)."""
+(``sandbox.policies.tabular``; or any family that reads context ids, ``policy='mlp'``), sampled or
+with the exact expected update (``objective='exact'``, or ``mode='exact'``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from torch import Tensor
 from sandbox.core.validation import check_choice, check_int, check_range
 from sandbox.envs.bandits import BanditEnv, GaussianBanditEnv
 from sandbox.frictions.base import FrictionStack
-from sandbox.objectives import MODES
+from sandbox.policies.mlp import MLP
 from sandbox.policies.tabular import TabularPolicy
 from sandbox.tasks.base import Task, register_task
 from sandbox.tasks.categorical import compose
@@ -40,6 +41,9 @@ class Bandit(Task):
     mode: str = "sampled"  # 'sampled' | 'exact'
     dtype: str = "float32"  # 'float32' | 'float64'
     reference_estimators: tuple = ()  # names whose exact expected update is compared with the oracles at log steps
+    policy: str = "tabular"  # a registered family that reads context ids ('tabular' from the knobs above, 'mlp' …)
+    policy_kwargs: dict = field(default_factory=dict)  # its knobs, for a family other than 'tabular'
+    objective: str = "plain"  # 'plain' | 'exact' (the same as mode='exact')
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
@@ -49,10 +53,9 @@ class Bandit(Task):
         check_int("samples_per_context", self.samples_per_context, low=1)
         check_int("population", self.population, low=1)
         check_range("init_std", self.init_std, low=0.0)
-        check_choice("mode", self.mode, tuple(MODES))
-        self.objective = MODES[self.mode]
         check_choice("dtype", self.dtype, ("float32", "float64"))
-        compose(self, self.make_env(), TabularPolicy(self.N, self.K, self.init_std, self.torch_dtype),
+        compose(self, self.make_env(), "tabular",
+                lambda: TabularPolicy(self.N, self.K, self.init_std, self.torch_dtype),
                 reference_estimators=self.reference_estimators)
 
     def make_env(self) -> BanditEnv:
@@ -72,7 +75,8 @@ class Bandit(Task):
         gradients (every context in exact mode)."""
         rows = self.N if self.objective.enumerates else self.batch_size * self.samples_per_context
         size = self.torch_dtype.itemsize
-        return self.population * self.N * self.K * size, 8 * self.population * rows * self.K * size
+        table = self.policy.n_params if isinstance(self.policy, MLP) else self.N * self.K
+        return self.population * table * size, 8 * self.population * rows * self.K * size
 
 
 @register_task("gaussian_bandit")

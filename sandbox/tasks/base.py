@@ -30,12 +30,12 @@ from sandbox.core.registry import Registry
 from sandbox.core.rollout import Rollout
 from sandbox.core.sampling import SamplingChain
 from sandbox.core.validation import check_memory, gib
+from sandbox.core.versions import Versions
 from sandbox.envs.base import Batch, Environment
 from sandbox.frictions.base import FrictionContext, FrictionStack
 from sandbox.frictions.precision import k3_kl
 from sandbox.objectives import PLAIN, Objective
 from sandbox.policies.base import Policy, PolicySample, Scored
-from sandbox.policies.decode import Versions
 
 TASKS: Registry[Task] = Registry("task")
 
@@ -106,7 +106,7 @@ class Task(ABC):
     eps_mix: float = 0.0
     #: μ given to the learner: 'reported' | 'true' (what the actor really sampled from)
     behavior: str = "reported"
-    #: ``diagnostics(task, params, rollout, grad, estimator, terms_of) → {name: [S]}`` at logged steps
+    #: ``diagnostics(task, params, rollout, grad, terms_of) → {name: [S]}`` at logged steps
     diagnostics: Callable[..., dict[str, Tensor]] | None = None
     #: learner settings that learn on this task (``RunConfig`` uses them unless told otherwise)
     default_advantage: ClassVar[str] = "group_mean"
@@ -116,6 +116,10 @@ class Task(ABC):
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     #: its seeds cannot share one batched model: ``sandbox run --seeds N`` makes N runs, not a population
     one_model_per_run: ClassVar[bool] = False
+    #: the ``policy`` and ``objective`` names the task was made with (``sandbox.tasks.compose``; ``knobs``)
+    given_names: dict[str, str] = {}  # noqa: RUF012 (replaced per task, never mutated)
+    #: its reward is 1[a = y] for a label y (what ``label_flip`` flips: ``Friction.needs_label_reward``)
+    label_reward: ClassVar[bool] = False
 
     def __init__(self, environment: Environment, policy: Policy, objective: Objective = PLAIN, *,
                  population: int = 1, frictions: FrictionStack | None = None, temperature: float = 1.0,
@@ -143,6 +147,12 @@ class Task(ABC):
     def device(self, device: torch.device) -> None:
         self.environment.device = device
         object.__setattr__(self.policy, "device", device)  # policies may be frozen dataclasses
+
+    def knobs(self) -> dict[str, Any]:
+        """The fields the task was made with (``type(task)(**task.knobs())`` makes it again; its
+        ``policy`` and ``objective`` attributes hold the built parts, these their names)."""
+        knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "frictions"}
+        return knobs | self.given_names
 
     def attach_frictions(self, frictions: FrictionStack) -> None:
         self.frictions = frictions
@@ -224,13 +234,13 @@ class Task(ABC):
         """Metrics of the learner, each ``[S]`` (e.g. ``error``)."""
         return self.environment.evaluate(self.policy, [p.detach() for p in params], generator)
 
-    def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor, estimator,
+    def update_diagnostics(self, params: Sequence[Tensor], rollout: Rollout, grad: Tensor,
                            terms_of: Callable | None = None) -> dict[str, Tensor]:
         """Diagnostics of the update ``grad`` [S, D] (the task's ``diagnostics`` hook), each ``[S]``;
         ``terms_of(params, rollout, advantage)`` is the learner's ``PGTerms`` builder, for probes."""
         if self.diagnostics is None:
             return {}
-        return self.diagnostics(self, params, rollout, grad, estimator, terms_of)
+        return self.diagnostics(self, params, rollout, grad, terms_of)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The ``hf_text`` task: the generic ``Task`` of a text environment (``sandbox.envs.text_environment``)
-× a ``transformers`` causal LM (``sandbox.policies.hf.policy``) × the plain objective.
+× a ``transformers`` causal LM (``sandbox.policies.hf.policy``; or any family that reads text
+prompts, ``policy``/``policy_kwargs``: ``sandbox.tasks.compose``) × the plain objective.
 
 The loop differentiates w.r.t. ``init_params`` — the model's parameters, each with a leading
 population axis of size 1 ([1, *shape]); the learner reads them through
@@ -29,6 +30,7 @@ from sandbox.policies.hf.policy import HFPolicy, last_layers
 from sandbox.policies.hf.pretrained import PRETRAINED, checkpoint_dir, require_pretrained
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
 from sandbox.tasks.base import Task, register_task
+from sandbox.tasks.compose import choose_objective, choose_policy
 
 
 @register_task("hf_text")
@@ -75,6 +77,9 @@ class HFTextTask(Task):
     dtype: str = "float32"  # learner dtype: 'float32' | 'float64' | 'bfloat16'
     eval_prompts: int = 64
     population: int = 1  # one model per run
+    policy: str = "causal_lm"  # a registered family that reads text prompts ('causal_lm' of the knobs above)
+    policy_kwargs: dict = field(default_factory=dict)  # its knobs, for a family other than 'causal_lm'
+    objective: str = "plain"  # the one objective text prompts take
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
@@ -123,8 +128,11 @@ class HFTextTask(Task):
         tokenizer = functools.partial(getattr, self, "tok")  # a pretrained one is loaded on first use
         self.environment = TextEnvironment(self.text_env, tokenizer, self.new_tokens, self.prompts_per_step,
                                            self.samples_per_prompt, self.eval_prompts, self.chat)
-        self.policy = HFPolicy(self.build_model, tokenizer, self.new_tokens, self.temperature, self.logprob,
-                               self.chunk_size, self.backend, self.train_layers)
+        spec = self.environment.spec
+        self.policy = choose_policy(self, self.policy, spec, "causal_lm", lambda: HFPolicy(
+            self.build_model, tokenizer, self.new_tokens, self.temperature, self.logprob, self.chunk_size,
+            self.backend, self.train_layers))
+        self.objective = choose_objective(self, self.objective, spec, self.policy)
         self.diagnostics = rollout_diagnostics
 
     @property
@@ -152,7 +160,7 @@ class HFTextTask(Task):
                               tie_embeddings=self.tie_embeddings, seed=generator).to(getattr(torch, self.dtype))
 
 
-def rollout_diagnostics(task, params, rollout, grad, estimator, terms_of=None) -> dict[str, Tensor]:
+def rollout_diagnostics(task, params, rollout, grad, terms_of=None) -> dict[str, Tensor]:
     """The rollout's mean reward and response length, and the sampler's k3 KL where its numerics differ."""
     out = {"rollout_reward": rollout.rewards.float().mean(-1),
            "response_length": rollout.mask.float().sum(-1).mean(-1)}

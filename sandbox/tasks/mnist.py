@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox.advantages import make_advantage
 from sandbox.core.validation import check_choice, check_int
 from sandbox.envs.mnist import SPLITS, MNISTEnv, check_data_dirs
-from sandbox.estimators import make_estimator
 from sandbox.frictions.base import FrictionStack
-from sandbox.objectives import MODES
 from sandbox.policies.mlp import MLP
 from sandbox.tasks.base import Task, register_task
 from sandbox.tasks.categorical import compose
@@ -49,6 +46,9 @@ class MNIST(Task):
     behavior: str = "reported"  # μ given to the learner: 'reported' | 'true'
     probes: tuple = ()  # estimator names probed on the same batch at logged steps
     probe_advantage: str = "confidence"
+    policy: str = "mlp"  # a registered family that reads context vectors ('mlp' of ``hidden`` …)
+    policy_kwargs: dict = field(default_factory=dict)  # its knobs, for a family other than 'mlp'
+    objective: str = "plain"  # 'plain' | 'exact' (the same as mode='exact')
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
@@ -57,22 +57,20 @@ class MNIST(Task):
         check_int("population", self.population, low=1)
         check_int("hidden", self.hidden, low=1)
         check_int("eval_size", self.eval_size, low=0)
-        check_choice("mode", self.mode, tuple(MODES))
-        self.objective = MODES[self.mode]
         check_choice("behavior", self.behavior, BEHAVIOR)
         check_choice("split", self.split, SPLITS)
         check_int("train_size", self.train_size, low=1, high=9999)
         if self.data_dir is not None:
             check_data_dirs([self.data_dir])
         env = MNISTEnv(self.population, self.split, self.train_size, self.eval_size, self.data_dir, self.download)
-        compose(self, env, MLP(784, self.hidden, 10), [make_estimator(name) for name in self.probes],
-                make_advantage(self.probe_advantage))
+        compose(self, env, "mlp", lambda: MLP(784, self.hidden, 10), tuple(self.probes), self.probe_advantage)
 
     def memory(self) -> tuple[int, int]:
         """The MLPs [S, 79,510 at hidden 100]; a step's pixels, hidden units and logits (×4: the
         actor's and the learner's passes and their gradients)."""
         rows = self.batch_size * self.samples_per_context * (10 if self.objective.enumerates else 1)
-        return 4 * self.population * self.policy.n_params, 16 * self.population * rows * (784 + self.hidden + 10)
+        params = self.policy.n_params if isinstance(self.policy, MLP) else 0  # another family: not known
+        return 4 * self.population * params, 16 * self.population * rows * (784 + self.hidden + 10)
 
 
 __all__ = ["MNIST"]

@@ -4,8 +4,9 @@ sequence tasks"; the token-reversal task of "Delightful Policy Gradient", arXiv 
 
 The task is the generic ``Task``: a ``SequenceEnvironment`` (``sandbox.envs.sequences.environment``:
 the batch layout, the training-prompt options, the error and the exact sequence error) × the
-transformer policy (``sandbox.policies.transformer_policy``) or any registered sequence policy
-(``policy_family``) × the objective of ``backward``.
+transformer policy (``sandbox.policies.transformer_policy``) or any registered family that reads
+token prompts (``policy``, or the older ``policy_family``) × the objective of ``objective`` (or the
+older ``backward``): ``sandbox.tasks.compose``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from sandbox.envs.sequences import SEQUENCE_ENVS, WRONG_ANSWERS, SequenceEnv, al
 from sandbox.envs.sequences.environment import SEQ_ERROR_PROMPTS, SequenceEnvironment
 from sandbox.envs.sequences.scale import at_scale
 from sandbox.frictions.base import FrictionStack
-from sandbox.objectives import PLAIN, ScreenedBackward
-from sandbox.policies.base import POLICIES, Policy
+from sandbox.policies.base import Policy
 from sandbox.policies.transformer import Transformer
 from sandbox.policies.transformer_policy import TransformerPolicy
 from sandbox.tasks.base import Task, register_task
+from sandbox.tasks.compose import choose_objective, choose_policy, chosen
 
 EXACT_EVAL_LIMIT = 1 << 14  # most (prompt, answer) pairs that eval_mode='exact' enumerates
 
@@ -76,8 +77,10 @@ class TransformerSequenceTask(Task):
     backward: str = "full"  # 'full' | 'screened' (Kondo: backward only on rows with a kept token)
     with_target: bool = False  # also score the correct answer (target_logp, for the xent oracle)
     dtype: str = "float32"  # 'float32' | 'float64'
-    policy_family: str = "transformer"  # a registered policy (``sandbox.policies.base.POLICIES``)
+    policy_family: str = "transformer"  # the older name of ``policy`` (kept: stored runs name it)
     policy_kwargs: dict = field(default_factory=dict)  # its knobs, for a family other than the transformer's
+    policy: str = "transformer"  # a registered family that reads token prompts (``sandbox.policies.base.POLICIES``)
+    objective: str = "plain"  # 'plain' | 'screened' (the same as backward='screened')
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
@@ -110,11 +113,11 @@ class TransformerSequenceTask(Task):
         self.model = Transformer(vocab=self.vocab, context=self.prompt_len + self.answer_len, width=self.width,
                                  heads=self.heads, layers=self.layers, mlp=self.mlp, init_std=self.init_std,
                                  variant=self.variant)
-        self.policy = self.build_policy()
-        if self.backward == "screened" and not isinstance(self.policy, TransformerPolicy):
-            raise ValueError(f"backward='screened' re-runs the kept rows through the transformer's grouped scorer; "
-                             f"policy_family={self.policy_family!r} has none: use backward='full'")
-        self.objective = ScreenedBackward(self.model.answer_logp) if self.backward == "screened" else PLAIN
+        self.policy_key = "policy" if self.policy != "transformer" else "policy_family"
+        self.policy_name = chosen("policy", self.policy, "transformer", "policy_family", self.policy_family,
+                                  "transformer")
+        objective = chosen("objective", self.objective, "plain", "backward",
+                           "screened" if self.backward == "screened" else "plain", "plain")
         if self.eval_mode == "exact":
             if not self.env.uniform_prompts:
                 raise ValueError(f"eval_mode='exact' enumerates uniform prompts: reverse_copy or bit_parity, "
@@ -129,23 +132,16 @@ class TransformerSequenceTask(Task):
             self.env, self.population, self.prompts_per_step, self.samples_per_prompt, self.n_prompts, self.p_easy,
             self.wrong_answer, self.with_target, self.torch_dtype, self.eval_prompts, self.eval_samples,
             self.eval_mode, self.seq_error)
+        self.policy = self.build_policy()
+        self.objective = choose_objective(self, objective, self.environment.spec, self.policy)
 
     def build_policy(self) -> Policy:
-        """The transformer of the task's knobs, or the registered ``policy_family`` built as
-        ``cls(vocab=, prompt_len=, answer_len=, dtype=, **policy_kwargs)``."""
-        try:  # a plugin's policy is imported here if not yet (``$SANDBOX_PLUGINS``)
-            family = POLICIES.get(self.policy_family)
-        except ValueError as err:
-            raise ValueError(f"policy_family: {err}") from None
-        if not isinstance(self.policy_kwargs, dict):
-            raise ValueError(f"policy_kwargs must be a dict, got {type(self.policy_kwargs).__name__}")
-        if self.policy_family == "transformer":
-            if self.policy_kwargs:
-                raise ValueError(f"policy_kwargs: the transformer's knobs are the task's fields (width, layers …), "
-                                 f"got {sorted(self.policy_kwargs)}")
-            return TransformerPolicy(self.model, self.torch_dtype, self.share_prompts)
-        policy = family(vocab=self.vocab, prompt_len=self.prompt_len, answer_len=self.answer_len,
-                        dtype=self.torch_dtype, **self.policy_kwargs)
+        """The policy ``policy`` (or ``policy_family``) names: the transformer of the task's knobs (width,
+        layers …), or a registered family that reads token prompts, built from the environment's spec
+        (``from_spec``: by default ``cls(vocab=, prompt_len=, answer_len=, dtype=, **policy_kwargs)``)."""
+        policy = choose_policy(self, self.policy_name, self.environment.spec, "transformer",
+                               lambda: TransformerPolicy(self.model, self.torch_dtype, self.share_prompts),
+                               key=self.policy_key)
         if policy.temperature != 1.0:  # the task's temperature knob is the sampler's τ_s (sandbox.policies.base)
             raise ValueError(f"policy_kwargs: a sequence task's policy has temperature 1 (the task's temperature "
                              f"is the sampler's), got {policy.temperature}")

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
+from sandbox.core.observations import ContextIdSpec
 from sandbox.core.seeding import derived_generator
 from sandbox.envs.bandits import BanditEnv, GaussianBanditEnv, expected_return
 from sandbox.envs.contextual import ContextualEnv
 from sandbox.envs.mnist import MNISTEnv
 from sandbox.frictions.base import FrictionStack
-from sandbox.objectives import MODES
 from sandbox.policies.categorical import CategoricalPolicy
 from sandbox.policies.mlp import MLP
 from sandbox.policies.tabular import TabularPolicy
@@ -42,6 +42,10 @@ class Modulo(ContextualEnv):
     def labels(self, contexts):
         return contexts % self.n_actions
 
+    @property
+    def spec(self):
+        return ContextIdSpec(self.N, self.n_actions)
+
     def features(self, contexts, dtype=torch.float32):
         return contexts
 
@@ -58,12 +62,14 @@ class ModuloTask(Task):
     samples_per_context: int = 2
     population: int = 2
     mode: str = "sampled"
+    policy: str = "tabular"
+    policy_kwargs: dict = field(default_factory=dict)
+    objective: str = "plain"
     frictions: FrictionStack = field(default_factory=FrictionStack)
 
     def __post_init__(self) -> None:
-        self.objective = MODES[self.mode]
         env = Modulo(self.population)
-        compose(self, env, TabularPolicy(env.N, env.n_actions))
+        compose(self, env, "tabular", lambda: TabularPolicy(env.N, env.n_actions))
 
 
 @pytest.fixture

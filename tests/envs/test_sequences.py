@@ -189,8 +189,7 @@ def test_learner_hands_the_token_mask_to_reinforce_pp():
 
 
 def _task_kwargs(task):
-    from dataclasses import fields
-    return {f.name: getattr(task, f.name) for f in fields(task) if f.name != "frictions"}
+    return task.knobs()
 
 
 # label_flip is left out: it needs a reward 1[a = y] (RunConfig refuses it here); tests/frictions covers it

@@ -232,7 +232,7 @@ def test_precision_mismatch_bf16_sampler_has_positive_k3_kl():
                                 rollout.mask[0]).unsqueeze(0)
     torch.testing.assert_close(k3_kl(rollout.behavior_logp, fp32, rollout.mask), k3)
     assert (rollout.behavior_logp - fp32).abs().max() > 1e-4  # bf16 log-probs are not the fp32 ones
-    diagnostics = task.update_diagnostics(params, rollout, torch.zeros(1, 3), make_estimator("reinforce"))
+    diagnostics = task.update_diagnostics(params, rollout, torch.zeros(1, 3))
     assert diagnostics["sampler_k3_kl"].item() == k3.item()
     with pytest.raises(ValueError, match="sampler_dtype must be one of"):
         make_friction("precision_mismatch", sampler_dtype="int8")

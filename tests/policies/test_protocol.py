@@ -76,9 +76,9 @@ def test_a_registered_policy_family_samples_and_scores_through_the_protocol(line
 def test_policy_family_knobs_are_checked(linear_softmax):
     with pytest.raises(ValueError, match="policy_family: unknown policy 'nope'"):
         make_task("reverse_copy", policy_family="nope")
-    with pytest.raises(ValueError, match="policy_kwargs: the transformer's knobs"):
+    with pytest.raises(ValueError, match="policy_kwargs: the 'transformer' policy's knobs are task 'reverse_copy'"):
         make_task("reverse_copy", policy_kwargs={"width": 8})
-    with pytest.raises(ValueError, match="backward='screened' re-runs the kept rows"):
+    with pytest.raises(ValueError, match="objective: objective 'screened' re-runs the kept rows .* LinearSoftmax has none"):
         make_task("reverse_copy", policy_family="linear_softmax", backward="screened")
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from sandbox.core.observations import TokenPromptSpec
 from sandbox.core.sampling import IDENTITY
 from sandbox.envs.base import Batch, Environment, Prompts
 from sandbox.envs.sequences.base import SequenceEnv, all_sequences, eos_mask, first_eos
@@ -87,6 +88,11 @@ class SequenceEnvironment(Environment):
         prompts = self.training_prompts(G, generator).to(self.device)  # [S, G, P]
         return Batch(obs=prompts, rows=prompts.repeat_interleave(M, dim=1),
                      group=torch.arange(G, device=self.device).repeat_interleave(M))
+
+    @property
+    def spec(self) -> TokenPromptSpec:
+        p = self.problem
+        return TokenPromptSpec(p.vocab, p.prompt_len, p.answer_len, self.dtype)
 
     def observe(self, obs, extras):
         return Prompts(obs, self.samples_per_prompt, self.problem.answer_len, self.problem.eos)

@@ -5,7 +5,9 @@
 ``init`` builds (or loads) the model from the task's generator and holds its parameters outside it
 (``CausalLMPolicy``: population tensors ``[1, ...]``); the actor copies the (possibly stale)
 parameters into a cached module of their dtype and samples with the KV cache through the one
-decode loop; ``score`` is the teacher-forced (fused or naive) log-prob of the learner.
+decode loop; ``score`` is the teacher-forced (fused or naive) log-prob of the learner. It reads
+text prompts and, as a tiny random model over the problem's tokens, a sequence problem's token
+prompts (``sandbox.policies.hf.prompts``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from sandbox.core.validation import check_int
-from sandbox.envs.text_environment import token_mask
+from sandbox.core.observations import Prompts, TextPromptSpec, TokenPromptSpec
+from sandbox.core.tokens import token_mask
+from sandbox.core.validation import check_choice, check_int
 from sandbox.policies.base import Policy, PolicySample, Scored, register_policy
 from sandbox.policies.decode import Versions, teacher_forced
 from sandbox.policies.hf.logprob import CausalLMPolicy, forced_logits
+from sandbox.policies.hf.model import ARCHS, DTYPES, tiny_causal_lm
+from sandbox.policies.hf.prompts import PromptVocab, as_text
 from sandbox.policies.hf.sampling import sample_completions
 
 
@@ -55,6 +60,27 @@ class HFPolicy(Policy):
     lm: CausalLMPolicy | None = field(default=None, repr=False)  # built by ``init``
 
     devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    reads = (TextPromptSpec, TokenPromptSpec)
+    one_model_per_run: ClassVar[bool] = True  # a population of 1: seeds are separate runs
+
+    @classmethod
+    def from_spec(cls, spec, arch: str = "qwen2", hidden: int = 64, layers: int = 2, heads: int = 4,
+                  tie_embeddings: bool = False, dtype: str | None = None, **policy):
+        """A tiny random ``arch`` causal LM (``tiny_causal_lm``, seeded by the run's generator) over the
+        spec's tokenizer, decoding ``new_tokens`` — or over a sequence problem's V tokens, decoding its
+        ``answer_len`` (``sandbox.policies.hf.prompts``); ``dtype`` defaults to the spec's (float32 for
+        text); ``policy``: its temperature, log-prob kernel, train_layers."""
+        tokens = isinstance(spec, TokenPromptSpec)
+        dtype = dtype or (str(spec.dtype).removeprefix("torch.") if tokens else "float32")
+        check_choice("arch", arch, ARCHS)
+        check_choice("dtype", dtype, DTYPES)
+        vocab = PromptVocab(spec.vocab) if tokens else None
+        tokenizer = (lambda: vocab) if tokens else spec.tokenizer
+
+        def build(generator):
+            return tiny_causal_lm(tokenizer().vocab_size, hidden, layers, heads, arch=arch,
+                                  tie_embeddings=tie_embeddings, seed=generator).to(getattr(torch, dtype))
+        return cls(build, tokenizer, spec.answer_len if tokens else spec.new_tokens, **policy)
 
     @property
     def n_actions(self) -> int:
@@ -73,7 +99,13 @@ class HFPolicy(Policy):
                                  trainable=last_layers(model, self.train_layers) if self.train_layers else None)
         return self.lm.parameters()
 
+    @staticmethod
+    def text(obs):
+        """What it reads of ``obs``: text prompts as they are, a sequence problem's token prompts as rows of ids."""
+        return as_text(obs) if isinstance(obs, Prompts) else obs
+
     def sample(self, params, obs, chain, generator, versions=None):
+        obs = self.text(obs)
         module = self.require().actor(params)
         tok = self.tokenizer()
         comp = sample_completions(module, obs.ids, obs.mask, max_new_tokens=self.new_tokens, eos_id=tok.eos_id,
@@ -85,12 +117,14 @@ class HFPolicy(Policy):
         return PolicySample(comp.tokens.unsqueeze(0), comp.logp.unsqueeze(0), logp_of)
 
     def score(self, params, obs, actions):
+        obs = self.text(obs)
         tokens = actions[0]
         mask = token_mask(tokens, self.tokenizer().eos_id)
         return self.require().logp(params, obs.ids, obs.mask, tokens, mask).unsqueeze(0)
 
     def scored(self, params, obs, actions, target=None):
         """The actions' log-probs and the supervised target's, scored once per prompt (shared by its G samples)."""
+        obs = self.text(obs)
         logp = self.score(params, obs, actions)
         if target is None:
             return Scored(logp)
@@ -104,6 +138,7 @@ class HFPolicy(Policy):
         another dtype (a precision mismatch), else None."""
         if params[0].dtype == self.require().dtype:
             return None
+        obs = self.text(obs)
         tokens = sample.actions[0]
         with torch.no_grad():
             learner = self.lm.logp(list(actor_params), obs.ids, obs.mask, tokens, token_mask(tokens, self.tokenizer().eos_id))

@@ -15,8 +15,8 @@ from jaxtyping import Bool, Int
 from torch import Tensor, nn
 
 from sandbox.core.sampling import IDENTITY, SamplingChain
+from sandbox.core.tokens import token_mask
 from sandbox.core.validation import check_range, check_tensor, on_host
-from sandbox.envs.text_environment import token_mask
 from sandbox.policies.decode import Versions, decode, fresh
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from torch import Tensor
 
+from sandbox.core.tokens import REPLACEMENT
 from sandbox.core.validation import check_choice
-from sandbox.envs.text import REPLACEMENT
 
 
 class CheckpointTokenizer:
