@@ -51,6 +51,9 @@ def load_tasks() -> None:
         entry.load()
 
 
+TASKS.load_builtins = load_tasks  # a plugin's task is judged against every built-in task name
+
+
 def make_task(name: str, **kwargs) -> Task:
     """``make_task("bandit", K=100, batch_size=100, population=10)``; sizes that cannot fit in
     memory are refused here, before anything is allocated (``check_task_memory``)."""

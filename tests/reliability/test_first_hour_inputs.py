@@ -77,8 +77,9 @@ def test_a_missing_plugin_in_the_environment_is_named(capsys, monkeypatch):
 def test_a_plugin_that_registers_a_taken_name_names_the_real_option(capsys, tmp_path):
     (tmp_path / "dup_dg.py").write_text(PLUGIN.format(name="dg"))
     assert error_line(capsys, "--plugin", str(tmp_path / "dup_dg.py"), "list") == (
-        f"sandbox: error: --plugin '{tmp_path}/dup_dg.py' failed to load: ValueError: estimator name 'dg' is already "
-        "registered by sandbox.estimators.delight.Delight; pass replace=True to override it")
+        f"sandbox: error: --plugin '{tmp_path}/dup_dg.py' failed to load: ValueError: estimator 'dg' of the plugin "
+        "dup_dg.Mine takes the name of the built-in estimator 'dg' (sandbox.estimators.delight.Delight); a plugin "
+        "takes a built-in name only when told to: --override dg ($SANDBOX_OVERRIDE=dg), or register it with replace=True")
 
 
 def test_plugin_after_the_subcommand_and_a_plugins_estimator_by_name(capsys, tmp_path, monkeypatch):
