@@ -136,3 +136,45 @@ def test_r5_an_edit_on_a_numeric_settings_code_path_recomputes_naming_the_compon
     assert report.computed == 2 and set(report.changed) >= {"estimator:dg", "estimator:reinforce"}
     assert any(r.getMessage().startswith("the numbers of estimator:dg changed") for r in caplog.records)
     fingerprints.reset()
+
+
+@pytest.fixture
+def hanging_ray(monkeypatch):
+    """``ray.init`` that waits forever, as with no usable network (it used to wait 240 s until killed)."""
+    import threading
+
+    import ray
+
+    released = threading.Event()
+    calls = []
+    monkeypatch.setattr(ray, "init", lambda **kwargs: (calls.append(kwargs), released.wait(60)))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setenv("SANDBOX_RAY_START_TIMEOUT", "0.5")
+    yield calls
+    released.set()
+
+
+def test_r9_a_ray_that_does_not_start_is_one_line_after_the_timeout(hanging_ray, capsys):
+    from sandbox.core.processes import start_ray
+    from sandbox.core.ray_start import RayStartTimeout
+
+    start = time.perf_counter()
+    with pytest.raises(RayStartTimeout) as err:
+        start_ray(None, 2)
+    assert time.perf_counter() - start < 5 and len(hanging_ray) == 1
+    assert str(err.value) == ("starting a local Ray: Ray did not start within 0.5 s; check this host's network (Ray's "
+                              "processes talk over it) and load, or wait longer: $SANDBOX_RAY_START_TIMEOUT=SECONDS")
+    start = time.perf_counter()
+    line = error_line(capsys, "run", "--async-workers", "1", "--set", "steps=2", "--no-store", "--quiet")
+    assert line.startswith("sandbox: error: starting a local Ray: Ray did not start within 0.5 s;"), line
+    assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_r9_the_ray_start_timeout_is_checked(monkeypatch, value):
+    from sandbox.core.ray_start import start_timeout
+
+    monkeypatch.setenv("SANDBOX_RAY_START_TIMEOUT", value)
+    with pytest.raises(ValueError, match=re.escape(f"$SANDBOX_RAY_START_TIMEOUT must be a number of seconds > 0, "
+                                                   f"got {value!r}")):
+        start_timeout()
