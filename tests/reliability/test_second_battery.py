@@ -178,3 +178,67 @@ def test_r9_the_ray_start_timeout_is_checked(monkeypatch, value):
     with pytest.raises(ValueError, match=re.escape(f"$SANDBOX_RAY_START_TIMEOUT must be a number of seconds > 0, "
                                                    f"got {value!r}")):
         start_timeout()
+
+
+WORKER_ONLY_PLUGIN = '''
+import os
+
+if os.environ.get("R10_DRIVER_PID") != str(os.getpid()):
+    raise RuntimeError("no licence server in this process")
+'''
+DETACHED_PLUGIN = '''
+from dataclasses import dataclass
+
+from sandbox import Estimator, PGTerms, register_estimator
+
+
+@register_estimator("r10_detached")
+@dataclass(frozen=True)
+class Detached(Estimator):
+    """A loss built from numbers: no gradient."""
+
+    def token_loss(self, t: PGTerms):
+        return -t.token_advantages * t.logp.detach()
+'''
+
+
+def test_r10_a_plugin_that_fails_only_in_the_workers_is_one_line_per_job_naming_plugin_job_and_error(
+        tmp_path, monkeypatch, caplog, capfd):
+    """It used to print a raw traceback per worker, each job dying as "worker process exited with code 1"."""
+    plugin = tmp_path / "r10_worker_only.py"
+    plugin.write_text(WORKER_ONLY_PLUGIN)
+    monkeypatch.setenv("R10_DRIVER_PID", str(os.getpid()))
+    monkeypatch.setenv("SANDBOX_PLUGINS", "")
+    jobs = [Job("tests.reliability.jobs:tick", {"x": x}) for x in (1, 2)]
+    try:
+        with caplog.at_level(logging.WARNING, logger="sandbox.jobs.sweep"):
+            report = run_sweep(jobs, ResultsStore(tmp_path / "r"), workers=2, progress=False, plugins=[str(plugin)])
+    finally:
+        sys.modules.pop("r10_worker_only", None)
+    line = (rf"plugin '{re.escape(str(plugin))}' failed to load in worker process \d+ \(it loaded in the driver\): "
+            r"RuntimeError: no licence server in this process")
+    assert report.computed == 0 and set(report.failed) == {j.id for j in jobs}
+    assert all(re.fullmatch(line, error) for error in report.failed.values()), report.failed
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 2, errors  # one per job, not retried
+    for job in jobs:
+        assert any(re.fullmatch(rf"job {job.id} failed: {line}", e) for e in errors), errors
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_r10_sandbox_run_checks_a_plugin_estimator_as_a_sweep_does(tmp_path, monkeypatch, capsys):
+    """It trained until the backward pass: 'element 0 of tensors does not require grad'."""
+    plugin = tmp_path / "r10_detached.py"
+    plugin.write_text(DETACHED_PLUGIN)
+    monkeypatch.setenv("SANDBOX_PLUGINS", "")
+    try:
+        line = error_line(capsys, "run", "--plugin", str(plugin), "--set", "estimator=r10_detached", "--no-store",
+                          "--quiet")
+    finally:
+        from sandbox.estimators import ESTIMATORS
+
+        sys.modules.pop("r10_detached", None)
+        ESTIMATORS._entries.pop("r10_detached", None)
+    assert line == ("sandbox: error: plugin estimator 'r10_detached' (r10_detached.Detached) breaks the estimator "
+                    "contract on a toy batch of 2 × 6 × 3 tokens: its loss does not depend on logp (no gradient: "
+                    "detached, or built from numbers)"), line
