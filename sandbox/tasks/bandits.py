@@ -74,6 +74,11 @@ class Bandit(Task):
         size = self.torch_dtype.itemsize
         return self.population * self.N * self.K * size, 8 * self.population * rows * self.K * size
 
+    def work(self) -> float:
+        """~30 operations per logit of a step's rows (softmax, sampling, scoring, gradient, update)."""
+        rows = self.N if self.objective.enumerates else self.batch_size * self.samples_per_context
+        return 30.0 * self.population * (rows * self.K + self.N * self.K)
+
 
 @register_task("gaussian_bandit")
 @dataclass

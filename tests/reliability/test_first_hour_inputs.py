@@ -197,4 +197,6 @@ def test_stale_snapshots_count_and_steps_cost_time_not_memory():
                                          r"\(history='params' keeps 100000 stale copies\) would need about"):
         RunConfig(task_kwargs={"N": 1000, "K": 10**5}, staleness={"kind": "fixed", "D": 10**5}, steps=10**6)
     RunConfig(task_kwargs={"N": 1000, "K": 10**5}, staleness={"kind": "fixed", "D": 10**5}, steps=1)  # one copy kept
-    assert RunConfig(steps=10**11).steps == 10**11  # no per-step state: a long run, shown by its progress bar
+    assert RunConfig(steps=10**9).steps == 10**9  # no per-step state: a long run (≥ 28 h), shown by its progress bar
+    with pytest.raises(ValueError, match=r"^steps 100000000000 of task 'bandit' would take at least 2,778 h"):
+        RunConfig(steps=10**11)  # but not beyond the time limit (issue 46, item 5)

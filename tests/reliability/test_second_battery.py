@@ -242,3 +242,51 @@ def test_r10_sandbox_run_checks_a_plugin_estimator_as_a_sweep_does(tmp_path, mon
     assert line == ("sandbox: error: plugin estimator 'r10_detached' (r10_detached.Detached) breaks the estimator "
                     "contract on a toy batch of 2 × 6 × 3 tokens: its loss does not depend on logp (no gradient: "
                     "detached, or built from numbers)"), line
+
+
+def test_item5_a_run_beyond_the_time_limit_is_one_line_naming_the_field_and_the_estimate(monkeypatch):
+    """Every run's time is estimated before work (a lower bound: steps × max(0.1 ms, FLOP per step /
+    the device's peak)) and refused beyond $SANDBOX_MAX_RUN_HOURS (default a week)."""
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        RunConfig(task="bandit", steps=10**10)
+    assert str(err.value) == ("steps 10000000000 of task 'bandit' would take at least 278 h (steps × max(0.0001 s, "
+                              "3.03e+04 FLOP per step / 2e+11 FLOP/s per core)), more than $SANDBOX_MAX_RUN_HOURS = "
+                              "168 h; use fewer steps or smaller sizes")
+    assert time.perf_counter() - start < 5
+    monkeypatch.setenv("SANDBOX_MAX_RUN_HOURS", "0.001")  # 3.6 s: a sequence task's 10,000 steps take longer
+    with pytest.raises(ValueError, match=r"^steps 10000 of task 'reverse_copy' with H=2 would take at least [\d.]+ h "
+                                         r"\(steps × max\(0.0001 s, [\d.e+]+ FLOP per step / 2e\+11 FLOP/s per core\)\), "
+                                         r"more than \$SANDBOX_MAX_RUN_HOURS = 0.001 h"):
+        RunConfig(task="reverse_copy", task_kwargs={"H": 2}, steps=10_000)
+    RunConfig(task="bandit", steps=1000)  # 0.1 s at least: within
+    monkeypatch.setenv("SANDBOX_MAX_RUN_HOURS", "forever")
+    with pytest.raises(ValueError, match=re.escape("$SANDBOX_MAX_RUN_HOURS must be a number of hours > 0, got 'forever'")):
+        RunConfig(task="bandit", steps=999)
+
+
+def test_item5_the_time_estimate_is_a_lower_bound_of_a_measured_step():
+    from sandbox.runtime.loop import train
+    from sandbox.tasks import make_task
+    from sandbox.tasks.base import run_seconds
+
+    for task, kwargs in (("bandit", {}), ("reverse_copy", {"H": 1, "V": 2, "width": 8, "layers": 1})):
+        config = RunConfig(task=task, task_kwargs=kwargs, steps=4, log_points=1)
+        start = time.perf_counter()
+        train(config)
+        assert (time.perf_counter() - start) / 4 > run_seconds(make_task(task, **kwargs), 1), task
+
+
+def test_r8_a_config_whose_group_size_the_machine_cannot_hold_is_one_line_in_the_dry_run(tmp_path):
+    """verl rollout.n 10⁸ passed the dry run with a cost line; for real, four job tracebacks after 359 s."""
+    from sandbox.check.api import dry_run
+
+    config = {"actor_rollout_ref": {"rollout": {"n": 10**8}}, "algorithm": {"adv_estimator": "grpo"}}
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        dry_run(config, results=tmp_path / "r")
+    line = str(err.value)
+    assert re.match(r"cell '[\w/-]+' \([^)]+\) of battery 'deployment'; the config's group size \(samples per prompt\) "
+                    r"is 100000000: task_kwargs: task '\w+' with .*samples_per_prompt=100000000.* would need about "
+                    r"[\d,]+ GiB of memory .*more than this machine's", line) and "\n" not in line, line
+    assert time.perf_counter() - start < 60
