@@ -65,7 +65,8 @@ def recipe_of(name: str) -> dict | None:
         return None
     if plugins_from_env():
         load_env_plugins()
-    return None if ESTIMATORS.taken_by_plugin(name) else RECIPES[name]
+    recipe = RECIPES[name]  # a recipe of the estimator of its own name ('dg') runs whatever holds that name
+    return None if ESTIMATORS.taken_by_plugin(name) and recipe["estimator"] != name else recipe
 
 
 def label(name: str) -> str:
