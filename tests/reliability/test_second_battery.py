@@ -1,7 +1,10 @@
 """The second battery's bad cases (issue 46) that this module's owner fixed, each with its one-line
 outcome before any work, or its correct result: R6 (an empty ``$SANDBOX_RESULTS``), R7 (unbounded
-integers, log points, an infinite delay), R9 (a lock stamped a day ahead), R10 (a 200,000-deep
-``--config``). R1/R2 are in test_identity.py, R11 in test_portable_fingerprints.py and tests/golden."""
+integers, log points, an infinite delay), R8 (seeds, a config's group size), R9 (a lock stamped a
+day ahead, a Ray that does not start), R10 (a 200,000-deep ``--config``, a plugin that fails only in
+the workers, ``sandbox run``'s contract check), item 5 (a run's time). R1 is in test_identity.py,
+R2 in test_identity.py and test_claims_partial.py, R4 in test_names.py, R11 in
+test_portable_fingerprints.py and tests/golden."""
 
 from __future__ import annotations
 
