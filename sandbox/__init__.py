@@ -18,6 +18,8 @@ from sandbox.estimators import (  # noqa: E402
     register_estimator,
 )
 
+import sandbox.methods  # noqa: E402,F401 — the recipes' names reserved before any plugin registers (one rule for names)
+
 __version__ = "0.1.0"
 
 

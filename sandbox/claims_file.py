@@ -6,7 +6,8 @@ by their checksums: a damaged one is named in one warning and its figure's row s
 a run resumed after an interruption, or one that redraws a single figure, still lists them all. A
 figure this results folder has no record of keeps its rows of the file being replaced — its figure
 row, its claims and its headline rows — so ``sandbox reproduce gate --fidelity paper`` into a fresh
-folder updates gate's rows and keeps the others; the totals are counted over the whole new file
+folder updates gate's rows and keeps the others. A figure whose notebook failed this invocation keeps its
+last good rows too, its figure row marked ``(last good rows; re-run failed: ERROR)``; the totals are counted over the whole new file
 (kept rows included; their job time from their per-seed data files, a job counted once).
 The registry module may publish ``published() -> {(figure, claim-name pattern): text}``: the
 papers' statements set beside ours (the "published" column; patterns as in ``fnmatch``),
@@ -131,7 +132,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
                     causes: dict | None = None, data_dir: str | Path | None = None,
                     previous: Previous | None = None, ran: Collection[str] = (),
                     audit: list[str] | None = None, starts: dict | None = None, allow_dirty: bool = False,
-                    restored: Collection[str] = ()) -> str:
+                    restored: Collection[str] = (), failed: dict[str, str] | None = None) -> str:
     """The markdown of ``CLAIMS.md`` for ``figures`` (registry ``Figure`` objects) at ``fidelity``;
     ``last_run`` = (figures, wall seconds) of the invocation that writes it; ``headlines`` a
     markdown table of the papers' headline numbers beside ours; ``causes`` why claims fail;
@@ -142,14 +143,17 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     ``claim_audit.settle``d with ``published`` and ``starts`` (the class the rules allow).
     ``allow_dirty``: rows made from a tree with uncommitted changes are accepted, and the file says so;
     ``restored`` the figures whose every job came from the committed data file: their row keeps the
-    commit the data were made at (``data_made_at``) beside the one the claims were computed at."""
+    commit the data were made at (``data_made_at``) beside the one the claims were computed at;
+    ``failed`` figure → the error its notebook failed with this invocation: it keeps its last good
+    rows, marked (``last_good``), never "not run yet" (issue 46, R2)."""
     results_dir = Path(results_dir)
-    published, causes, previous = published or {}, causes or {}, previous or Previous()
+    published, causes, previous, failed = published or {}, causes or {}, previous or Previous(), failed or {}
     kept: set[str] = set()
     rows, claim_rows, job_time, total_notebooks = [], [], {}, 0.0
     verdicts = {(kind, v): 0 for kind in ("evidence", "sanity") for v in ("PASS", "CHECK", "FAIL", "INFO")}
     figures = list(figures)
-    settled = settled_claims([load_claims(record_paths(results_dir, f.name, fidelity, base_seed)[0]) for f in figures],
+    settled = settled_claims([[] if f.name in failed else load_claims(record_paths(results_dir, f.name, fidelity,
+                                                                                   base_seed)[0]) for f in figures],
                              published, starts)
     for figure, claims in zip(figures, settled):
         claims_path, record_path = record_paths(results_dir, figure.name, fidelity, base_seed)
@@ -161,9 +165,14 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             rows.append(f"| `{figure.name}` | its record was damaged: run `sandbox reproduce {figure.name} "
                         f"--fidelity {fidelity}` again | | | | | |")
             continue
-        if not (record and isinstance(record, dict)) and figure.name in previous.figure_rows and figure.name not in ran:
-            kept.add(figure.name)  # not run into this results folder: its rows as they were
-            rows.append(previous.figure_rows[figure.name])
+        if figure.name in failed and figure.name not in previous.figure_rows:
+            rows.append(f"| `{figure.name}` | {_cell(last_good('', failed[figure.name]))} no earlier rows | | | | | |")
+            continue
+        if figure.name in failed or (not (record and isinstance(record, dict)) and figure.name in previous.figure_rows
+                                     and figure.name not in ran):
+            kept.add(figure.name)  # not run into this results folder, or its notebook failed: its rows as they were
+            row = previous.figure_rows[figure.name]
+            rows.append(_marked(row, failed[figure.name]) if figure.name in failed else row)
             cells = _cells(previous.figure_rows[figure.name])
             seconds = _data_seconds(data)
             job_time.update(seconds if seconds is not None else {f"{figure.name} (row)": _seconds(cells[3])})
@@ -234,6 +243,22 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     return "\n".join(head)
 
 
+#: how a figure row whose notebook failed says its rows are an earlier run's (tests look for it)
+LAST_GOOD = "(last good rows; re-run failed: "
+
+
+def last_good(note: str, error: str) -> str:
+    """A figure row's note cell marked as its last good rows, the failure named (an earlier mark replaced)."""
+    note = note.split(LAST_GOOD, 1)[0].rstrip()
+    return f"{note} {LAST_GOOD}{error})".lstrip()
+
+
+def _marked(row: str, error: str) -> str:
+    cells = _cells(row)
+    cells[1] = last_good(cells[1], _cell(error))  # the note is markdown already
+    return "| " + " | ".join(cells) + " |"
+
+
 #: how a figure row names the commit of the per-seed data its claims were recomputed from
 DATA_MADE_AT = "data made at"
 #: what CLAIMS.md says when ``--allow-dirty`` let a paper run go on from a tree with uncommitted changes
@@ -295,12 +320,13 @@ CLAIMS_JSON = "claims.json"
 
 def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str | Path,
                       base_seed: int = 0, ran: Collection[str] = (), published: dict | None = None,
-                      starts: dict | None = None) -> list:
+                      starts: dict | None = None, failed: Collection[str] = ()) -> list:
     """Write every figure's claims (``Claim`` fields, per-seed vectors included), each figure's
     ``claim_audit.settle``d as CLAIMS.md shows them, to ``path`` as plain JSON, one entry per
     claim, in figure order; a figure this invocation did not run (not in ``ran``) with no claims in
     ``results_dir`` keeps the entries ``path`` already holds, as CLAIMS.md keeps its rows. Returns
-    the claims."""
+    the claims. A figure whose notebook failed this invocation (``failed``) keeps its entries too,
+    whatever it left behind, as its CLAIMS.md rows are kept."""
     import dataclasses
     import json
 
@@ -316,8 +342,9 @@ def write_claims_json(path: str | Path, figures, fidelity: str, results_dir: str
     loaded = []  # per figure: (its fresh claims, or None and the entries kept)
     for figure in figures:
         claims, state, _ = read_claims(record_paths(results_dir, figure.name, fidelity, base_seed)[0])
-        fresh = claims and state not in ("missing", "corrupt")
-        loaded.append((claims, None) if fresh else (None, [] if figure.name in ran else previous.get(figure.name, [])))
+        fresh = claims and state not in ("missing", "corrupt") and figure.name not in failed
+        kept = [] if figure.name in ran and figure.name not in failed else previous.get(figure.name, [])
+        loaded.append((claims, None) if fresh else (None, kept))
     settled = settled_claims([c if c is not None else [from_dict(e) for e in kept] for c, kept in loaded],
                              published, starts)
     entries = []

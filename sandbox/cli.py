@@ -30,6 +30,7 @@ from sandbox.cli_check import add_check_parser
 from sandbox.cli_score import add_score_parser
 from sandbox.controllers import CONTROLLERS
 from sandbox.core.plugins import load_env_plugins
+from sandbox.core.registry import OVERRIDE_ENV, overrides
 from sandbox.estimators import ESTIMATORS
 
 EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
@@ -310,17 +311,22 @@ class Parser(argparse.ArgumentParser):
 
 
 PLUGIN_HELP = "import MODULE (a module or .py file) first, so the estimators it registers are available; repeatable"
+OVERRIDE_HELP = ("let a plugin take the built-in name NAME (an estimator, recipe, task, friction …); every command, "
+                 "and every worker, then uses the plugin's; repeatable ($SANDBOX_OVERRIDE)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sandbox", description="Policy-gradient estimators under distributed-RL frictions.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
+    parser.add_argument("--override", action="append", default=[], metavar="NAME", help=OVERRIDE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (add_list_parser, add_run_parser, add_sweep_parser, add_reproduce_parser, add_score_parser,
                 add_check_parser, add_bench_parser):
         add(sub)
     for name, command in sub.choices.items():  # `sandbox list --plugin F` as well as `sandbox --plugin F list`
+        command.add_argument("--override", dest="sub_overrides", action="append", default=[], metavar="NAME",
+                             help=OVERRIDE_HELP)
         if name != "score":  # score's own --plugin registers the estimator it scores
             command.add_argument("--plugin", dest="sub_plugins", action="append", default=[], metavar="MODULE",
                                  help=PLUGIN_HELP)
@@ -337,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        names = [*args.override, *getattr(args, "sub_overrides", [])]
+        if names:  # before any plugin registers; inherited by every worker
+            os.environ[OVERRIDE_ENV] = ",".join(dict.fromkeys([*overrides(), *names]))
         load_env_plugins()
         for module in [*args.plugin, *getattr(args, "sub_plugins", [])]:
             load_plugin(module)

@@ -84,6 +84,9 @@ def train_and_store(configs: list[RunConfig], async_config=None, store: ResultsS
     jobs package's in-process backend, which stores each result in ``store`` (none without one);
     returns the frames together, the run ids and the stored files. An asynchronous run's id is its
     job's: its own, never the simulated run's."""
+    from sandbox.jobs.canaries import check_plugin_estimators
+
+    check_plugin_estimators([run_job(config, async_config) for config in configs])  # as a sweep does (R10)
     started = False
     if async_config is not None:
         from sandbox.core.processes import start_ray

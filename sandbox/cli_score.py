@@ -78,9 +78,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _estimator_class(name: str):
     """The estimator class NAME (a registered estimator, or a recipe's), None if unknown."""
     from sandbox.estimators import ESTIMATORS
-    from sandbox.scoring.recipes import RECIPES
+    from sandbox.methods import recipe_of
 
-    name = RECIPES[name]["estimator"] if name in RECIPES else name
+    name = (recipe_of(name) or {"estimator": name})["estimator"]
     return ESTIMATORS.get(name) if name in ESTIMATORS else None
 
 

@@ -44,6 +44,31 @@ LABELS = {"reinforce": "REINFORCE", "pg": "PG", "is_pg": "IS-PG", "tis": "TIS", 
 DEFAULT_AGAINST = ("reinforce", "is_pg", "tis", "ppo", "vcpo", "gac", "dg")
 
 
+def _reserve() -> None:
+    """The recipes' names are addressed where estimators' are (``score NAME``, ``--against``): a
+    plugin estimator takes one only by override (``Registry.register``), and then is that name."""
+    from sandbox.estimators import ESTIMATORS
+
+    ESTIMATORS.reserve(RECIPES, "recipe")
+
+
+_reserve()
+
+
+def recipe_of(name: str) -> dict | None:
+    """The built-in recipe ``name`` means, or None: not a recipe, or a plugin estimator took the name
+    by ``--override`` (then every command uses the plugin's; plugins of ``$SANDBOX_PLUGINS`` read first)."""
+    from sandbox.core.plugins import load_env_plugins, plugins_from_env
+    from sandbox.estimators import ESTIMATORS
+
+    if name not in RECIPES:
+        return None
+    if plugins_from_env():
+        load_env_plugins()
+    recipe = RECIPES[name]  # a recipe of the estimator of its own name ('dg') runs whatever holds that name
+    return None if ESTIMATORS.taken_by_plugin(name) and recipe["estimator"] != name else recipe
+
+
 def label(name: str) -> str:
     """The printed name of a recipe or estimator: 'PG', 'DG', 'decoupled PPO'; else the name upper-cased."""
     return LABELS.get(name, name.upper())
@@ -58,7 +83,7 @@ def method(label_or_name: str) -> dict:
     name = by_label.get(label_or_name, label_or_name)
     if name not in RECIPES and name not in ESTIMATORS.names() and name.lower() in ESTIMATORS.names():
         name = name.lower()  # an estimator by its printed label: 'DPPO'
-    spec = RECIPES.get(name)
+    spec = recipe_of(name)
     if spec is None:
         if name not in ESTIMATORS.names():
             raise ValueError(f"unknown method {label_or_name!r}; methods: {sorted(LABELS.values())} or an estimator")
@@ -69,4 +94,4 @@ def method(label_or_name: str) -> dict:
     return out
 
 
-__all__ = ["DEFAULT_AGAINST", "LABELS", "RECIPES", "label", "method"]
+__all__ = ["DEFAULT_AGAINST", "LABELS", "RECIPES", "label", "method", "recipe_of"]

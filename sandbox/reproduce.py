@@ -294,11 +294,13 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     for p, (_, err, seconds) in zip(to_run, executed):
         p.finish(err, seconds)
     outcomes = [p.outcome() for p in prepared]
+    failed = {o.name: o.error or "no claims recorded" for o in outcomes if not o.made}  # keep their last good rows
     if fidelity in CLAIMS_FILE_FIDELITIES:
         published = registry.published() if hasattr(registry, "published") else None
         rules = registry.audit_rules() if hasattr(registry, "audit_rules") else {}
         every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed,
-                                  ran={f.name for f in chosen}, published=published, starts=rules.get("starts"))
+                                  ran={f.name for f in chosen}, published=published, starts=rules.get("starts"),
+                                  failed=failed)
         audit = claim_audit.audit(every, published=published, **rules)
         for line in audit:
             log.warning("claims audit: %s", line)
@@ -309,7 +311,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           data_dir=figures_dir / "data",
                           command=reproduce_command(fidelity, workers, base_seed), workers=workers or 1,
                           base_seed=base_seed, last_run=(len(chosen), time.perf_counter() - started),
-                          ran={f.name for f in chosen}, starts=rules.get("starts"), allow_dirty=allow_dirty,
+                          ran={f.name for f in chosen}, starts=rules.get("starts"), allow_dirty=allow_dirty, failed=failed,
                           restored={f.name for f in chosen if {j.id for j in all_jobs[f.name]} <= committed})
         # the others keep their rows of the file it replaces
     return outcomes

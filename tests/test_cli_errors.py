@@ -115,7 +115,10 @@ def test_unexpected_errors_are_one_line_with_a_hint(tmp_path):
         "from dataclasses import dataclass\n"
         "from sandbox import Estimator, register_estimator\n"
         "@register_estimator('boom')\n@dataclass(frozen=True)\nclass Boom(Estimator):\n"
-        "    def token_loss(self, terms):\n        raise RuntimeError('kaboom')\n")
+        "    def token_loss(self, terms):\n"
+        "        if terms.logp.shape[-1] == 1:  # a bandit's one token: not the contract check's toy batch\n"
+        "            raise RuntimeError('kaboom')\n"
+        "        return -terms.token_advantages * terms.logp\n")
     err = one_line_error(sandbox("--plugin", "boom.py", "run", "--set", "estimator=boom", "--set", "steps=2",
                                  "--no-store", "--quiet", cwd=tmp_path), "RuntimeError: kaboom", "-v", code=1)
     assert err.startswith("sandbox: error:")

@@ -198,7 +198,10 @@ def test_a_figure_whose_claims_fail_is_listed_in_claims_md_with_its_fail_and_exe
     record = tmp_path / "r" / "notebooks" / "gate.paper.json"
     record.unlink()
     (third,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
-    assert not third.made and not record.exists()  # a crash records nothing: "not run yet" in CLAIMS.md
+    assert not third.made and not record.exists()  # a crash records nothing, and deletes no row (issue 46, R2):
+    rows = [line for line in (tmp_path / "f" / "CLAIMS.md").read_text().splitlines() if line.startswith("| `gate` |")]
+    assert "(last good rows; re-run failed: RuntimeError: a bug in the notebook)" in rows[0]
+    assert any("DG's error is below PG's" in row and "**FAIL**" in row for row in rows[1:])
     assert "ERROR RuntimeError: a bug in the notebook" in rep.summary([third])
 
 

@@ -41,9 +41,15 @@ def prepare(config: Any, battery: str | dict | Battery = "quick", ignore: Sequen
             trainer: str | None = None) -> tuple[Mapping, Battery, Battery]:
     """The mapping, the deployment battery and the chosen battery — every input checked, nothing
     run (``sandbox check`` calls it before any compute)."""
+    from sandbox.scoring.runner import preflight
+
     mapping = map_config(config, ignore=ignore, precision=precision, label=label, framework=framework, trainer=trainer)
     chosen = as_battery(battery)
-    return mapping, deployment_battery(mapping.deployment, chosen).with_seeds(seeds), chosen.with_seeds(seeds)
+    deploy, chosen = deployment_battery(mapping.deployment, chosen).with_seeds(seeds), chosen.with_seeds(seeds)
+    group = f"; the config's group size (samples per prompt) is {mapping.deployment.group}"
+    for b in (deploy, chosen):  # every run's memory and time, before any job and in the dry run (R8)
+        preflight(b, [mapping.recipe], every=True, context=f" of battery {b.name!r}{group if b is deploy else ''}")
+    return mapping, deploy, chosen
 
 
 def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path | None = None,

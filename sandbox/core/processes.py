@@ -10,6 +10,7 @@ when the pipe closes, ends the Ray processes still running (Ray's agents outlive
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -103,13 +104,19 @@ def start_ray(address: str | None = None, num_cpus: int | None = None, progress:
     cluster answers is refused all the same."""
     import ray
 
-    from sandbox.core.ray_start import check_address, init_ray
+    from sandbox.core.ray_start import RayStartTimeout, check_address, init_ray
 
     if ray.is_initialized():
         check_address(address)
         return False
     before = descendants(os.getpid())
-    init_ray(address, num_cpus, progress=progress)
+    try:
+        init_ray(address, num_cpus, progress=progress)
+    except RayStartTimeout:  # ray.init still waits in its thread: end what it started so far
+        for pid in sorted(descendants(os.getpid()) - before):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        raise
     if not _hooks:
         _hooks.append(True)
         atexit.register(stop_ray)

@@ -6,7 +6,9 @@ token-authentication notice."""
 from __future__ import annotations
 
 import logging
+import math
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -95,21 +97,82 @@ def _ticking(desc: str, enabled: bool, file=None):
         bar.close()
 
 
+#: how long Ray may take to start or join before the command stops with one line (seconds)
+START_TIMEOUT_ENV = "SANDBOX_RAY_START_TIMEOUT"
+DEFAULT_START_TIMEOUT = 120.0
+
+
+class RayStartTimeout(ValueError):
+    """Ray did not start (or join) within ``start_timeout()`` seconds: ``ray.init`` still waiting."""
+
+
+def start_timeout() -> float:
+    """``$SANDBOX_RAY_START_TIMEOUT`` seconds (default 120: a local Ray starts in 5-30 s on a loaded
+    machine); anything but a finite number > 0 is one line naming the variable."""
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_START_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"${START_TIMEOUT_ENV} must be a number of seconds > 0, got {raw!r}")
+    return value
+
+
+class _Expired(BaseException):
+    """Raised by the start-up timer inside ``ray.init`` (a BaseException: Ray's retry loops catch Exception)."""
+
+
+def _within(seconds: float, call, where: str, captured) -> None:
+    """Run ``call`` (``ray.init``) in this thread, interrupted after ``seconds`` by a SIGALRM timer:
+    Ray with no usable network waits minutes in its own retries (240 s until killed, issue 46 R9).
+    It must run here, not in a helper thread: Ray starts its GCS and raylet with PR_SET_PDEATHSIG,
+    which fires when the *thread* that started them ends. Off the main thread, or when the process
+    has a timer of its own running, there is no timer to use and Ray's own waits apply."""
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        call()
+        return
+
+    def expired(signum, frame):
+        raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        call()
+    except _Expired:
+        said = [line.strip() for line in captured().splitlines() if line.strip()]
+        raise RayStartTimeout(f"{where}: Ray did not start within {seconds:g} s"
+                              + (f" (it said: {said[-1][:200]})" if said else "")
+                              + "; check this host's network (Ray's processes talk over it) and load, or wait "
+                              f"longer: ${START_TIMEOUT_ENV}=SECONDS") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def init_ray(address: str | None = None, num_cpus: int | None = None, progress: bool = True) -> None:
-    """``ray.init`` with the feedback above (``sandbox.core.processes.start_ray`` calls it and
-    owns the shutdown on every exit path)."""
+    """``ray.init`` with the feedback above, within ``start_timeout()`` seconds, else one
+    ``RayStartTimeout`` line (``sandbox.core.processes.start_ray`` calls it, owns the shutdown on
+    every exit path and ends what a timed-out start left running)."""
     try:
         import ray
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ValueError("Ray is not installed: pip install -e '.[distributed]'") from err
     quiet_ray_logs()
     check_address(address)
+    seconds = start_timeout()
     where = f"joining Ray at {address}" if address else "starting a local Ray"
     with _native_stderr_captured() as (terminal, captured):
         try:
             with _ticking(where, progress, terminal):
-                ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                         log_to_driver=False)
+                _within(seconds, lambda: ray.init(address=address, num_cpus=None if address else num_cpus,
+                                                  include_dashboard=False, log_to_driver=False), where, captured)
+        except RayStartTimeout:
+            raise
         except ConnectionError as err:
             raise ValueError(f"--ray-address {address}: {str(err).splitlines()[0]}; {NO_CLUSTER_HINT}") from None
         except BaseException:  # not ours to judge: show what Ray said
@@ -117,4 +180,4 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, progress: 
             raise
 
 
-__all__ = ["check_address", "init_ray", "quiet_ray_logs"]
+__all__ = ["RayStartTimeout", "check_address", "init_ray", "quiet_ray_logs", "start_timeout"]

@@ -11,10 +11,27 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
+import os
+
 from sandbox.core.plugins import PLUGINS_ENV, load_env_plugins, plugins_from_env
 from sandbox.core.usage import note
 
 T = TypeVar("T")
+
+#: names a plugin may take from a built-in (``--override NAME``, ``os.pathsep``- or comma-separated)
+OVERRIDE_ENV = "SANDBOX_OVERRIDE"
+#: the packages whose registrations are built-ins; anything else registering is a plugin
+BUILTIN_PACKAGES = ("sandbox", "simulations")
+
+
+def overrides() -> set[str]:
+    """The built-in names the user lets a plugin take (``$SANDBOX_OVERRIDE``, set by ``--override``;
+    worker processes inherit it, so every process resolves a name to the same object)."""
+    return {n.strip() for n in os.environ.get(OVERRIDE_ENV, "").replace(os.pathsep, ",").split(",") if n.strip()}
+
+
+def is_builtin(cls: type) -> bool:
+    return cls.__module__.split(".")[0] in BUILTIN_PACKAGES
 
 
 class Registry(Generic[T]):
@@ -23,12 +40,37 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, type[T]] = {}
+        #: imports the built-ins registered lazily (tasks: their entry points), before a plugin registers
+        self.load_builtins: Callable[[], None] | None = None
+        self._loading = False
+        self._reserved: dict[str, str] = {}  # name → what built-in of another kind holds it in this namespace
+
+    def reserve(self, names, what: str) -> None:
+        """Names a built-in of another kind holds where this registry's names are used too (a recipe
+        is addressed where an estimator is): a plugin takes one only as it takes a built-in's."""
+        self._reserved.update({name: what for name in names})
+
+    def builtin(self, name: str) -> str | None:
+        """What built-in holds ``name`` ("recipe 'gac'", "estimator 'dg' (sandbox.estimators…)"), or None."""
+        cls = self._entries.get(name)
+        if cls is not None and is_builtin(cls):
+            return f"{self.kind} {name!r} ({cls.__module__}.{cls.__qualname__})"
+        return f"{self._reserved[name]} {name!r}" if name in self._reserved else None
+
+    def taken_by_plugin(self, name: str) -> bool:
+        """A plugin took the built-in name ``name`` (by override): every command must use the plugin's."""
+        cls = self._entries.get(name)
+        return cls is not None and not is_builtin(cls) and name in self._reserved
 
     def register(self, name: str, *, replace: bool = False) -> Callable[[type[T]], type[T]]:
         """Class decorator: ``@registry.register("name")``.
 
         Registering a name twice raises unless ``replace=True`` (so that a user's module cannot
-        silently shadow a built-in).
+        silently shadow a built-in). The one rule for names (issue 46, R4): a plugin (a class from
+        outside ``BUILTIN_PACKAGES``) takes a built-in's name — this registry's, or one reserved by a
+        built-in of another kind (``reserve``: a recipe) — only when told to: ``replace=True`` in
+        its code, or the user's ``--override NAME`` (``$SANDBOX_OVERRIDE``); else one ``ValueError``
+        line naming the clash and the flag.
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"{self.kind} name must be a Python identifier, got {name!r}")
@@ -39,7 +81,25 @@ class Registry(Generic[T]):
                     f"{self.kind} {name!r} must be a dataclass (decorate with @dataclass(frozen=True) "
                     "below the register decorator)"
                 )
-            if name in self._entries and not replace and self._entries[name] is not cls:
+            plugin = not is_builtin(cls)
+            if plugin and self.load_builtins is not None and not self._loading:
+                self._loading = True  # the built-ins' names known before a plugin's is judged
+                try:
+                    self.load_builtins()
+                finally:
+                    self._loading = False
+            held = self.builtin(name)
+            allowed = replace or (plugin and name in overrides())
+            if not plugin and name in self._entries and not is_builtin(self._entries[name]) and name in overrides():
+                cls.name = name  # type: ignore[attr-defined]
+                return cls  # a built-in imported after the plugin that took its name by override: the plugin's stays
+            if plugin and held and not allowed and self._entries.get(name) is not cls:
+                raise ValueError(
+                    f"{self.kind} {name!r} of the plugin {cls.__module__}.{cls.__qualname__} takes the name of "
+                    f"the built-in {held}; a plugin takes a built-in name only when told to: --override {name} "
+                    f"(${OVERRIDE_ENV}={name}), or register it with replace=True"
+                )
+            if name in self._entries and not allowed and self._entries[name] is not cls:
                 raise ValueError(
                     f"{self.kind} name {name!r} is already registered by "
                     f"{self._entries[name].__module__}.{self._entries[name].__qualname__}; "

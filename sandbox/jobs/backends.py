@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from sandbox.core.usage import recording
-from sandbox.jobs.pool import LocalPool, import_plugins
+from sandbox.jobs.pool import LocalPool, load_in_worker
 from sandbox.jobs.store import ResultsStore, job_code
 
 if TYPE_CHECKING:
@@ -56,7 +56,9 @@ def _execute(job: Job, root: str) -> str | None:
 
 
 def _ray_task(job: Job, plugins: list[str]) -> tuple[pd.DataFrame | None, dict, str | None, dict]:
-    import_plugins(plugins)
+    failure = load_in_worker(plugins)
+    if failure is not None:
+        return None, {}, str(failure), {}
     try:
         frame, cost, code = _timed(job)
         return frame, code, None, cost

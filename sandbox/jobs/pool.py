@@ -22,10 +22,28 @@ from sandbox.core.plugins import PLUGINS_ENV, import_plugins, plugins_from_env
 from sandbox.core.processes import die_with_parent
 
 
+class PluginFailure(str):
+    """A worker's answer to every task when a plugin failed to load in it: one line naming the
+    plugin and the error (issue 46, R10: a plugin that failed only in the workers printed a raw
+    traceback per worker, and each job died as "worker process exited with code 1")."""
+
+
+def load_in_worker(plugins: Sequence[str]) -> PluginFailure | None:
+    """Import ``plugins`` in a worker process; the failure of the first that fails, as one line."""
+    for spec in plugins:
+        try:
+            import_plugins([spec])
+        except BaseException as err:  # noqa: BLE001 — a SystemExit included: name it, no traceback
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            return PluginFailure(f"plugin {spec!r} failed to load in worker process {os.getpid()} (it loaded in "
+                                 f"the driver): {type(err).__name__}: {first}")
+    return None
+
+
 def _worker_main(conn, parent: int, fn: Callable, plugins: Sequence[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
-    import_plugins(plugins)
+    failure = load_in_worker(plugins)
     while True:
         try:
             task = conn.recv()
@@ -33,7 +51,7 @@ def _worker_main(conn, parent: int, fn: Callable, plugins: Sequence[str]) -> Non
             return
         if task is None:
             return
-        conn.send(fn(*task))
+        conn.send(failure if failure is not None else fn(*task))
 
 
 def describe_exit(code: int | None) -> str:
@@ -137,4 +155,5 @@ class LocalPool:
         self._workers = []
 
 
-__all__ = ["PLUGINS_ENV", "LocalPool", "describe_exit", "import_plugins", "plugins_from_env"]
+__all__ = ["PLUGINS_ENV", "LocalPool", "PluginFailure", "describe_exit", "import_plugins", "load_in_worker",
+           "plugins_from_env"]

@@ -376,7 +376,8 @@ def _drive(todo: list[Job], store: ResultsStore, runner, report: SweepReport, ba
                 report.computed += 1
             else:
                 report.failed[job.id] = error
-                log.error("job %s failed:\n%s", job.id, error)
+                log.error("job %s%s failed:%s%s", job.id, f" ({job.label})" if job.label else "",
+                          "\n" if "\n" in error.strip() else " ", error)  # a plugin's failure: one line
             store.release(job.id)
             mine.discard(job.id)
             bar.update(1)

@@ -60,7 +60,7 @@ def build(config: RunConfig) -> Components:
                           config.controllers)
     frictions = build_frictions(config.frictions, config.staleness)
     check_components(task, frictions, task_name=config.task, friction_names=[n for n, _ in config.frictions],
-                     steps=config.steps, history=config.history)
+                     steps=config.steps, history=config.history, device=config.device)
     optimizer = make_optimizer(config.optimizer, config.lr, config.optimizer_kwargs)
     task.attach_frictions(frictions)
     note("optimizer", config.optimizer)  # the components a job's numbers depend on (sandbox.core.usage)

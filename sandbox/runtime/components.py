@@ -114,12 +114,12 @@ def _label_tasks() -> list[str]:
 
 
 def check_components(task, frictions: FrictionStack, *, task_name: str, friction_names: Sequence[str],
-                     steps: int, history: str) -> None:
+                     steps: int, history: str, device: str = "cpu") -> None:
     """The delay schedule against the run's length (``steps``), label frictions against the task's
-    reward, and the task's memory with the stale copies the schedule makes it keep (``history``:
-    'params' snapshots or 'rollouts')."""
+    reward, the task's memory with the stale copies the schedule makes it keep (``history``:
+    'params' snapshots or 'rollouts'), and the run's time on ``device`` (``check_task_time``)."""
     from sandbox.frictions import FRICTIONS
-    from sandbox.tasks.base import check_task_memory
+    from sandbox.tasks.base import check_task_memory, check_task_time
 
     schedule = frictions.schedule
     schedule.check_steps(steps)  # a kind that never delays within the run: a synchronous run under a stale name
@@ -131,6 +131,7 @@ def check_components(task, frictions: FrictionStack, *, task_name: str, friction
     stale = min(schedule.max_delay, steps)  # snapshots of parameters or rollouts the run keeps
     why = f"staleness D={schedule.max_delay} (history={history!r} keeps {stale} stale copies)" if stale else ""
     wrap("task_kwargs", check_task_memory, task, stale * (history == "params"), stale * (history == "rollouts"), why)
+    check_task_time(task, steps, device)
 
 
 def _canonical(value: Any) -> Any:
@@ -175,7 +176,7 @@ def make_optimizer(name: str, lr: float, optimizer_kwargs: dict):
 
 def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs: dict, advantage: str | None,
               advantage_kwargs: dict, controllers: Sequence, frictions: Sequence, staleness: dict, steps: int,
-              history: str) -> None:
+              history: str, device: str = "cpu") -> None:
     """Check a run's components — each made once by its registry (its own checks), then against
     each other (``check_components``) — without building the run: no optimiser, nothing attached,
     nothing noted for fingerprints (``sandbox.core.usage.paused``). A config that passed is
@@ -184,7 +185,7 @@ def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs:
 
     fields = {"task": task, "task_kwargs": task_kwargs, "estimator": estimator, "estimator_kwargs": estimator_kwargs,
               "advantage": advantage, "advantage_kwargs": advantage_kwargs, "controllers": controllers,
-              "frictions": frictions, "staleness": staleness, "steps": steps, "history": history}
+              "frictions": frictions, "staleness": staleness, "steps": steps, "history": history, "device": device}
     def key() -> str:
         return repr((_canonical(fields), _classes(task, estimator, advantage, controllers, frictions)))
 
@@ -195,7 +196,7 @@ def check_run(*, task: str, task_kwargs: dict, estimator: str, estimator_kwargs:
         build_method(estimator, estimator_kwargs, advantage, advantage_kwargs, controllers)
         stack = build_frictions(frictions, staleness)
         check_components(made_task, stack, task_name=task, friction_names=[n for n, _ in frictions], steps=steps,
-                         history=history)
+                         history=history, device=device)
     if len(_PASSED) >= _PASSED_MAX:
         _PASSED.popitem(last=False)  # the oldest (one C call: safe beside other threads)
     _PASSED[key()] = None  # after the checks: the task's entry points are loaded now

@@ -143,7 +143,7 @@ class RunConfig:
         make_optimizer(self.optimizer, self.lr, self.optimizer_kwargs)
         check_run(**{name: getattr(self, name) for name in (
             "task", "task_kwargs", "estimator", "estimator_kwargs", "advantage", "advantage_kwargs", "controllers",
-            "frictions", "staleness", "steps", "history")})
+            "frictions", "staleness", "steps", "history", "device")})
         devices = task_class(self.task).devices
         if self.device.split(":")[0] not in devices:
             raise ValueError(f"device: task {self.task!r} runs on {' or '.join(devices)}, got {self.device!r}")

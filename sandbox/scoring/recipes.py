@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox.methods import DEFAULT_AGAINST, RECIPES
+from sandbox.methods import DEFAULT_AGAINST, RECIPES, recipe_of
 from sandbox.runtime.config import _freeze
 
 #: --set keys that address the recipe rather than the estimator's hyperparameters
@@ -66,7 +66,7 @@ def make_recipe(name: str, settings: dict | None = None) -> Recipe:
         raise ValueError(f"name must be a non-empty string (an estimator or recipe), got {name!r}")
     if name not in recipe_names():
         raise ValueError(f"unknown estimator {name!r}; recipes: {sorted(RECIPES)}; estimators: {ESTIMATORS.names()}")
-    base = dict(RECIPES.get(name, {"estimator": name}))
+    base = dict(recipe_of(name) or {"estimator": name})  # a plugin that took a recipe's name by --override: the plugin
     if not isinstance(settings, (dict, type(None))):
         raise ValueError(f"settings must be a dict of hyperparameters, got {type(settings).__name__}")
     settings = dict(settings or {})

@@ -101,20 +101,23 @@ def cell_configs(cell: dict, recipe: dict, seed: int, seeds: int) -> list[RunCon
             for s in range(1 if batched else seeds)]
 
 
-def preflight(battery: Battery, recipes: Sequence[Recipe]) -> None:
-    """Build the batched run config of every environment's first training cell for each recipe
-    before any job runs, so that a seed count the machine cannot hold (``--seeds 100000``) is one
-    line naming it and the estimate, not job tracebacks minutes later (issue 46, R8)."""
+def preflight(battery: Battery, recipes: Sequence[Recipe], every: bool = False, context: str = "") -> None:
+    """Build the batched run config of every environment's first training cell (``every``: of
+    every training cell, the first of an unbatched cell's runs) for each recipe before any job runs,
+    so that a seed count the machine cannot hold (``--seeds 100000``), or a size or a run time
+    beyond it (a config's group size 10⁸ in ``sandbox check``), is one line naming it and the
+    estimate, not job tracebacks minutes later (issue 46, R8); ``context`` follows the cell's name."""
     firsts = {}
     for cell in battery.cells:
-        if cell.kind != "probe" and cell.batched and not cell.async_config:
-            firsts.setdefault(cell.env, cell)
+        if cell.kind != "probe" and (every or (cell.batched and not cell.async_config)):
+            firsts.setdefault(cell.name if every else cell.env, cell)
     for cell in firsts.values():
         for recipe in recipes:
             try:
-                cell_configs(cell.to_dict(), recipe.to_dict(), battery.seed, cell.seeds)
+                cell_configs(cell.to_dict(), recipe.to_dict(), battery.seed, cell.seeds if cell.batched else 1)
             except ValueError as err:
-                raise ValueError(f"seeds {cell.seeds} on cell {cell.name!r} ({recipe.name}): {err}") from None
+                seeds = "" if every else f"seeds {cell.seeds} on "
+                raise ValueError(f"{seeds}cell {cell.name!r} ({recipe.name}){context}: {err}") from None
 
 
 def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:

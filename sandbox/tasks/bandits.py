@@ -78,6 +78,11 @@ class Bandit(Task):
         table = self.policy.n_params if isinstance(self.policy, MLP) else self.N * self.K
         return self.population * table * size, 8 * self.population * rows * self.K * size
 
+    def work(self) -> float:
+        """~30 operations per logit of a step's rows (softmax, sampling, scoring, gradient, update)."""
+        rows = self.N if self.objective.enumerates else self.batch_size * self.samples_per_context
+        return 30.0 * self.population * (rows * self.K + self.N * self.K)
+
 
 @register_task("gaussian_bandit")
 @dataclass

@@ -18,6 +18,8 @@ them and builds ``environment``, ``policy`` and ``objective``; it overrides none
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -51,6 +53,9 @@ def load_tasks() -> None:
         entry.load()
 
 
+TASKS.load_builtins = load_tasks  # a plugin's task is judged against every built-in task name
+
+
 def make_task(name: str, **kwargs) -> Task:
     """``make_task("bandit", K=100, batch_size=100, population=10)``; sizes that cannot fit in
     memory are refused here, before anything is allocated (``check_task_memory``)."""
@@ -73,13 +78,66 @@ def check_task_memory(task: Task, param_snapshots: int = 0, batch_snapshots: int
     need = params * (PARAMETER_COPIES + param_snapshots) + batch * (1 + batch_snapshots)
     if not need:
         return
-    given = [f"{f.name}={getattr(task, f.name)}" for f in dataclasses.fields(task)
-             if isinstance(getattr(task, f.name), int) and f.default is not dataclasses.MISSING
-             and getattr(task, f.name) != f.default]
+    given = _given(task)
     what = f"task {task.name!r}" + (f" with {', '.join(given)}" if given else "") + (f" and {why}" if why else "")
     check_memory(what, need, f"parameters {gib(params)} × {PARAMETER_COPIES + param_snapshots} copies (values, "
                              f"gradients, Adam's moments, actor{', stale snapshots' if param_snapshots else ''}), "
                              f"a step's batch {gib(batch)}" + (f" × {1 + batch_snapshots}" if batch_snapshots else ""))
+
+
+#: the lower bound of a learner step's time: ~20 torch operations (sampling, scoring, loss,
+#: backward, optimiser) at ≥ 5 µs each, on any device (a bandit step measures 1-3 ms here)
+STEP_SECONDS = 1e-4
+#: floating-point operations per second no device sustains on these kernels: per CPU core (a core's
+#: fp32 FMA peak with AVX-512 is ~1.9e11), and for a GPU (an H200's dense bf16 peak is ~1e15)
+FLOPS = {"cpu": 2e11, "cuda": 1e15}
+#: the time a run may take before it is refused: ``$SANDBOX_MAX_RUN_HOURS`` (default a week)
+MAX_HOURS_ENV, DEFAULT_MAX_HOURS = "SANDBOX_MAX_RUN_HOURS", 168.0
+
+
+def run_seconds(task: Task, steps: int, device: str = "cpu") -> float:
+    """A lower bound of a run's time: ``steps`` × max(``STEP_SECONDS``, ``Task.work()`` / the
+    device's ``FLOPS`` (× every core on the CPU)). A lower bound, so that a run refused for its time
+    could not have finished within the limit on any machine of the kind."""
+    kind = device.split(":")[0]
+    rate = FLOPS.get(kind, FLOPS["cuda"]) * ((os.cpu_count() or 1) if kind == "cpu" else 1)
+    return steps * max(STEP_SECONDS, task.work() / rate)
+
+
+def max_run_hours() -> float:
+    raw = os.environ.get(MAX_HOURS_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_MAX_HOURS
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"${MAX_HOURS_ENV} must be a number of hours > 0, got {raw!r}")
+    return value
+
+
+def check_task_time(task: Task, steps: int, device: str = "cpu") -> None:
+    """Refuse, before any step, a run whose time's lower bound (``run_seconds``) exceeds
+    ``max_run_hours()``, in one line naming ``steps`` and the task's sizes and the estimate."""
+    seconds, limit = run_seconds(task, steps, device), max_run_hours()
+    if seconds <= limit * 3600:
+        return
+    given = _given(task)
+    raise ValueError(f"steps {steps} of task {task.name!r}" + (f" with {', '.join(given)}" if given else "")
+                     + f" would take at least {_hours(seconds / 3600)} h (steps × max({STEP_SECONDS:g} s, "
+                     f"{task.work():.3g} FLOP per step / {FLOPS.get(device.split(':')[0], FLOPS['cuda']):.0e} FLOP/s"
+                     f"{' per core' if device.startswith('cpu') else ''})), more than ${MAX_HOURS_ENV} = {limit:g} h; "
+                     "use fewer steps or smaller sizes")
+
+
+def _hours(h: float) -> str:
+    return f"{h:,.0f}" if h >= 100 else f"{h:.3g}"
+
+
+def _given(task: Task) -> list[str]:
+    """The task's integer sizes that differ from their defaults, as 'name=value'."""
+    return [f"{f.name}={getattr(task, f.name)}" for f in dataclasses.fields(task)
+            if isinstance(getattr(task, f.name), int) and f.default is not dataclasses.MISSING
+            and getattr(task, f.name) != f.default]
 
 
 class Task(ABC):
@@ -161,6 +219,11 @@ class Task(ABC):
         """Rough bytes of the whole population's parameters and of one step's batch (the actor's
         and the learner's activations), from the sizes alone; (0, 0) where the task cannot say."""
         return 0, 0
+
+    def work(self) -> float:
+        """Rough floating-point operations of one learner step (the actor's and the learner's
+        passes), from the sizes alone; 0 where the task cannot say (``check_task_time``)."""
+        return 0.0
 
     # ------------------------------------------------------------------ actor side
     def init_params(self, generator: torch.Generator) -> list[Tensor]:

@@ -72,5 +72,10 @@ class MNIST(Task):
         params = self.policy.n_params if isinstance(self.policy, MLP) else 0  # another family: not known
         return 4 * self.population * params, 16 * self.population * rows * (784 + self.hidden + 10)
 
+    def work(self) -> float:
+        """2 FLOP per parameter and row for the actor's pass, 6 for the learner's (forward and backward)."""
+        rows = self.batch_size * self.samples_per_context * (10 if self.objective.enumerates else 1)
+        return 8.0 * self.population * rows * self.policy.n_params
+
 
 __all__ = ["MNIST"]

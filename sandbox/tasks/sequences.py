@@ -165,6 +165,11 @@ class TransformerSequenceTask(Task):
         evaluation = self.eval_prompts * self.eval_samples * (layer + self.vocab)
         return self.population * self.model.n_params() * size, self.population * T * max(learner, evaluation) * size
 
+    def work(self) -> float:
+        """2 FLOP per parameter and token for the actor's decoding, 6 for the learner's pass (the
+        transformer rule), over a step's batch; attention and evaluation left out (a lower bound)."""
+        return 8.0 * self.population * self.batch_size * (self.prompt_len + self.answer_len) * self.model.n_params()
+
     def rewards(self, prompts: Tensor, answers: Tensor) -> Tensor:
         """Rewards ``[S, B]`` of answers ``[S, B, A]`` to their row prompts ``[S, B, P]``."""
         return self.environment.rewards(prompts, answers)

@@ -78,7 +78,7 @@ def test_duplicate_registration_raises():
 
     from sandbox import Estimator, register_estimator
 
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ValueError, match="takes the name of the built-in estimator 'reinforce'.* --override reinforce"):
 
         @register_estimator("reinforce")
         @dataclass(frozen=True)

@@ -69,7 +69,8 @@ def test_a_partial_reproduce_updates_its_rows_and_keeps_the_others(tmp_path):
 
 
 def test_a_figure_this_invocation_ran_without_a_record_is_not_kept_from_the_old_file(tmp_path):
-    """A figure that was run and crashed (no record) says so; only figures not run keep their rows."""
+    """A figure that was run and left no record, with no failure reported, says so; only figures not
+    run, or whose notebook failed (below), keep their rows."""
     shutil.copy(COMMITTED, tmp_path / "CLAIMS.md")
     names = list(Previous.read(tmp_path / "CLAIMS.md").figure_rows)
     write_claims_file(tmp_path / "CLAIMS.md", [SimpleNamespace(name=n) for n in names], "paper", tmp_path / "results",
@@ -77,3 +78,64 @@ def test_a_figure_this_invocation_ran_without_a_record_is_not_kept_from_the_old_
     text = (tmp_path / "CLAIMS.md").read_text()
     assert "| `gate` | not run yet at paper fidelity |" in text
     assert Previous.read(tmp_path / "CLAIMS.md").figure_rows["kondo"] == Previous.read(COMMITTED).figure_rows["kondo"]
+
+
+def test_r2_a_figure_whose_notebook_fails_keeps_its_last_good_rows_marked(tmp_path, monkeypatch):
+    """R2 (issue 46): a reproduce whose notebook failed ("Index contains duplicate entries") deleted
+    the figure's committed rows from CLAIMS.md (its row read "not run yet") and its claims.json
+    entries. Now they stay, the figure row marked with the error, and the totals still count them."""
+    import sandbox.reproduce as rep
+    from sandbox.claims_file import LAST_GOOD
+    from sandbox.jobs.sweep import Job
+
+    def toy(name):
+        source = tmp_path / f"{name}.py"
+        source.write_text("# %%\n1\n")
+        jobs = [Job("tests.reliability.jobs:tick", {"x": len(name)})]  # the per-seed data a paper run exports
+        return SimpleNamespace(name=name, jobs=lambda fidelity: jobs, notebook_path=lambda: source)
+
+    figures = [toy("alpha"), toy("beta")]
+    registry = SimpleNamespace(FIDELITIES=("quick", "paper"),
+                               select=lambda names=None: [f for f in figures if names is None or f.name in names])
+    broken: set[str] = set()
+
+    def notebook(source, output, env, progress=True):
+        if source.stem in broken:
+            raise ValueError("Index contains duplicate entries, cannot reshape")
+        book = ClaimBook(source.stem, env["SANDBOX_CLAIMS"])
+        book.less(f"{source.stem}-less", f"{source.stem}: a below b", np.array([0.1, 0.2, 0.1]), np.array([0.5, 0.6, 0.7]))
+        book.close(f"{source.stem}-odd", f"{source.stem}: an identity", 0.0, 0.0, 1e-12)
+
+    monkeypatch.setattr(rep, "figures", lambda: registry)
+    monkeypatch.setattr(rep, "execute_notebook", notebook)
+    figures_dir = tmp_path / "paper_figures"
+    rep.reproduce(fidelity="paper", results_dir=tmp_path / "r1", figures_dir=figures_dir, workers=1, progress=False)
+    good = (figures_dir / "CLAIMS.md").read_text()
+    good_json = json.loads((figures_dir / "claims.json").read_text())
+    assert len(Previous.read_text(good).claim_rows["alpha"]) == 2 and "not run yet" not in good
+    broken.add("alpha")
+    for results, names in ((tmp_path / "r2", None), (tmp_path / "r1", ["alpha"])):  # a fresh folder; the same, rerun
+        outcomes = rep.reproduce(names, fidelity="paper", results_dir=results, figures_dir=figures_dir, workers=1,
+                                 progress=False, rerun=True)
+        assert [o.error for o in outcomes if o.name == "alpha"] == ["ValueError: Index contains duplicate entries, "
+                                                                     "cannot reshape"]
+        text = (figures_dir / "CLAIMS.md").read_text()
+        before, after = Previous.read_text(good), Previous.read_text(text)
+        assert after.claim_rows["alpha"] == before.claim_rows["alpha"] and "not run yet" not in text
+        row = _cells(after.figure_rows["alpha"])
+        assert row[1].endswith(f"{LAST_GOOD}ValueError: Index contains duplicate entries, cannot reshape)"), row
+        assert row[2:] == _cells(before.figure_rows["alpha"])[2:] and row[1].count(LAST_GOOD) == 1
+        assert _totals(text)[0] == _totals(good)[0]  # the kept rows counted
+        entries = json.loads((figures_dir / "claims.json").read_text())
+        assert [e for e in entries if e["figure"] == "alpha"] == [e for e in good_json if e["figure"] == "alpha"]
+    broken.clear()  # the next good run replaces the marked rows
+    rep.reproduce(["alpha"], fidelity="paper", results_dir=tmp_path / "r1", figures_dir=figures_dir, workers=1,
+                  progress=False, rerun=True)
+    assert LAST_GOOD not in (figures_dir / "CLAIMS.md").read_text()
+
+
+def test_a_failed_figure_without_earlier_rows_names_its_failure():
+    from sandbox.claims_file import LAST_GOOD, claims_markdown
+
+    text = claims_markdown([SimpleNamespace(name="gamma")], "paper", "/nonexistent", failed={"gamma": "KeyError: 'x'"})
+    assert f"| `gamma` | {LAST_GOOD}KeyError: 'x') no earlier rows |" in text

@@ -77,8 +77,9 @@ def test_a_missing_plugin_in_the_environment_is_named(capsys, monkeypatch):
 def test_a_plugin_that_registers_a_taken_name_names_the_real_option(capsys, tmp_path):
     (tmp_path / "dup_dg.py").write_text(PLUGIN.format(name="dg"))
     assert error_line(capsys, "--plugin", str(tmp_path / "dup_dg.py"), "list") == (
-        f"sandbox: error: --plugin '{tmp_path}/dup_dg.py' failed to load: ValueError: estimator name 'dg' is already "
-        "registered by sandbox.estimators.delight.Delight; pass replace=True to override it")
+        f"sandbox: error: --plugin '{tmp_path}/dup_dg.py' failed to load: ValueError: estimator 'dg' of the plugin "
+        "dup_dg.Mine takes the name of the built-in estimator 'dg' (sandbox.estimators.delight.Delight); a plugin "
+        "takes a built-in name only when told to: --override dg ($SANDBOX_OVERRIDE=dg), or register it with replace=True")
 
 
 def test_plugin_after_the_subcommand_and_a_plugins_estimator_by_name(capsys, tmp_path, monkeypatch):
@@ -196,4 +197,6 @@ def test_stale_snapshots_count_and_steps_cost_time_not_memory():
                                          r"\(history='params' keeps 100000 stale copies\) would need about"):
         RunConfig(task_kwargs={"N": 1000, "K": 10**5}, staleness={"kind": "fixed", "D": 10**5}, steps=10**6)
     RunConfig(task_kwargs={"N": 1000, "K": 10**5}, staleness={"kind": "fixed", "D": 10**5}, steps=1)  # one copy kept
-    assert RunConfig(steps=10**11).steps == 10**11  # no per-step state: a long run, shown by its progress bar
+    assert RunConfig(steps=10**9).steps == 10**9  # no per-step state: a long run (≥ 28 h), shown by its progress bar
+    with pytest.raises(ValueError, match=r"^steps 100000000000 of task 'bandit' would take at least 2,778 h"):
+        RunConfig(steps=10**11)  # but not beyond the time limit (issue 46, item 5)
