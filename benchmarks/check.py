@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.scoring import builtin_data
 from sandbox.cli import main as sandbox_main
+from sandbox.scoring import builtin_data
 from sandbox.scoring.battery import as_battery
 from sandbox.scoring.recipes import DEFAULT_AGAINST, make_recipe
 from sandbox.scoring.runner import default_store, run_battery
@@ -65,15 +65,12 @@ def first_check(config: str, precision: str, workers: int, results: str, out: st
     wall = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"sandbox {' '.join(argv)} exited {code}")
-    store = default_store(results)
-    committed = set(builtin_data.committed_ids(as_battery("quick")))
-    computed = [j for j in store.job_ids() if j not in committed]
-    cpu = sum(float(store.read(j)["cpu_s"].iloc[0]) for j in computed)
-    row = {"jobs": len(store.job_ids()), "restored": len(committed & set(store.job_ids())), "computed": len(computed),
-           "computed cpu_s": round(cpu, 1), "estimate_s": round(estimate, 1), "wall_s": round(wall, 1),
-           "wall_min": round(wall / 60, 2), "wall/estimate": round(wall / max(estimate, 1e-9), 2),
-           "cpu/workers/estimate": round(cpu / workers / max(estimate, 1e-9), 2),
-           "load before": round(load, 1), "load after": round(os.getloadavg()[0], 1)}
+    row = builtin_data.first_run(default_store(results), as_battery("quick"))
+    cpu = row["computed cpu_s"]
+    row |= {"computed cpu_s": round(cpu, 1), "estimate_s": round(estimate, 1), "wall_s": round(wall, 1),
+            "wall_min": round(wall / 60, 2), "wall/estimate": round(wall / max(estimate, 1e-9), 2),
+            "cpu/workers/estimate": round(cpu / workers / max(estimate, 1e-9), 2),
+            "load before": round(load, 1), "load after": round(os.getloadavg()[0], 1)}
     return row, printed.getvalue()
 
 

@@ -29,34 +29,14 @@ from sandbox.scoring.battery import as_battery
 from sandbox.scoring.runner import default_store
 
 TARGET_MIN = 2.0
-PLUGIN = '''
-from dataclasses import dataclass
-
-from sandbox import Estimator, PGTerms, register_estimator
-
-
-@register_estimator("clipped_adv_pg")
-@dataclass(frozen=True)
-class ClippedAdvantagePG(Estimator):
-    """REINFORCE with the advantage clipped to [-c, c]."""
-
-    c: float = 1.0
-
-    def check(self):
-        if not self.c > 0:
-            raise ValueError(f"c must be > 0, got {self.c}")
-
-    def token_loss(self, t: PGTerms):
-        return -t.token_advantages.clamp(-self.c, self.c) * t.logp
-'''
+#: the README's one-file plugin, as a user saves it
+PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "my_estimators.py"
 
 
 def first_score(folder: Path, results: Path, workers: int) -> tuple[dict, str]:
     """``sandbox score clipped_adv_pg --plugin FILE --set c=0.5 --battery quick`` in a fresh process;
     the row and what it printed."""
-    plugin = folder / "my_estimators.py"
-    plugin.write_text(PLUGIN)
-    argv = [sys.executable, "-m", "sandbox.cli", "score", "clipped_adv_pg", "--plugin", str(plugin), "--set", "c=0.5",
+    argv = [sys.executable, "-m", "sandbox.cli", "score", "clipped_adv_pg", "--plugin", str(PLUGIN), "--set", "c=0.5",
             "--battery", "quick", "--workers", str(workers), "--results", str(results), "--out", str(folder / "card"),
             "--quiet"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -66,14 +46,10 @@ def first_score(folder: Path, results: Path, workers: int) -> tuple[dict, str]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"sandbox score exited {done.returncode}: {done.stderr.strip()[-600:]}")
-    store = default_store(results)
-    committed = set(builtin_data.committed_ids(as_battery("quick")))
-    computed = [j for j in store.job_ids() if j not in committed]
-    cpu = sum(float(store.read(j)["cpu_s"].iloc[0]) for j in computed)
-    row = {"jobs": len(store.job_ids()), "restored": len(committed & set(store.job_ids())), "computed": len(computed),
-           "computed cpu_s": round(cpu, 1), "process cpu_s": round(after.ru_utime + after.ru_stime
-                                                                    - before.ru_utime - before.ru_stime, 1),
-           "wall_s": round(wall, 1), "wall_min": round(wall / 60, 2)}
+    row = builtin_data.first_run(default_store(results), as_battery("quick"))
+    row |= {"computed cpu_s": round(row["computed cpu_s"], 1),
+            "process cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "wall_s": round(wall, 1), "wall_min": round(wall / 60, 2)}
     return row, done.stdout
 
 

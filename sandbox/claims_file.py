@@ -302,8 +302,10 @@ def _audit_section(audit: list[str]) -> list[str]:
     return ["## What makes a row evidence", "",
             "Every row, whatever its label, passes `sandbox.analysis.claim_audit`, and its class is recomputed by "
             "`claim_audit.settle` from its per-seed values: no two asserted rows are one measurement (per-seed "
-            "agreement, an affine map with |r| ≥ 0.99 without any one seed, the same order of seeds, or a subset of "
-            "seeds) and of rows that are one measurement a FAIL counts before a PASS, whatever their order; a "
+            "agreement — one constant at every seed of both included —, an affine map with |r| ≥ 0.99 without any "
+            "one seed, the same order of seeds, or a subset of seeds), of rows that are one measurement a FAIL counts "
+            "before a PASS, whatever their order, and a reported row names the asserted row that counts its "
+            "measurement; a "
             "consequence of an identity, or a restatement of one, is a sanity check; a CHECK is an identity or "
             "closed form the audit verifies (no sampling; exact or within its stated tolerance); an equivalence "
             "PASSes only if its band is narrower than the gap the same test shows against the other method; a "

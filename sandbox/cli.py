@@ -185,7 +185,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         outcomes = reproduce(args.names, fidelity=args.fidelity, results_dir=results, figures_dir=figures,
                              workers=args.workers, backend=args.backend, ray_address=args.ray_address,
-                             rerun=args.rerun, base_seed=args.base_seed, allow_dirty=args.allow_dirty or None)
+                             rerun=args.rerun, base_seed=args.base_seed, allow_dirty=args.allow_dirty or None,
+                             recompute=args.recompute)
     finally:
         _stop_ray(started)
     print(summary(outcomes))
@@ -294,6 +295,9 @@ def add_reproduce_parser(sub) -> None:
     p.add_argument("--allow-dirty", action="store_true",
                    help="at paper fidelity, write into this repository from a tree with uncommitted changes "
                         "(CLAIMS.md then says so; default: refused, or $SANDBOX_ALLOW_DIRTY)")
+    p.add_argument("--recompute", action="store_true",
+                   help="run the selected figures' jobs at this commit instead of restoring their committed per-seed "
+                        "data (their stored results are discarded; CLAIMS.md then names this commit alone)")
     p.set_defaults(func=cmd_reproduce, interrupted=RESUME)
 
 

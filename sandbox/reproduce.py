@@ -255,7 +255,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
               figures_dir: str | os.PathLike | None = None, notebooks_dir: str | os.PathLike | None = None,
               workers: int | None = None, backend: str = "local", progress: bool = True,
               ray_address: str | None = None, rerun: bool = False, base_seed: int = 0,
-              allow_dirty: bool | None = None) -> list[FigureOutcome]:
+              allow_dirty: bool | None = None, recompute: bool = False) -> list[FigureOutcome]:
     """Run the selected figures end to end; a failing figure does not stop the others (an
     interrupt does: ``KeyboardInterrupt`` propagates, every finished result stays stored).
 
@@ -265,7 +265,8 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     notebooks' kernels share the fingerprints they compute (``shared_fingerprints``).
     ``allow_dirty`` (default ``$SANDBOX_ALLOW_DIRTY``): a paper-fidelity run into this repository
     from a tree with uncommitted changes is refused (``check_clean``) unless it is set, and then
-    CLAIMS.md says so."""
+    CLAIMS.md says so. ``recompute``: run the selected figures' jobs at this commit instead of
+    restoring their committed per-seed data (``committed_evidence``)."""
     started = time.perf_counter()
     registry = figures()
     if fidelity not in registry.FIDELITIES:
@@ -278,8 +279,7 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
     store = ResultsStore(results_dir)
     device = device_from_env()  # --device: run configs whose task can, on that device (sandbox.jobs.devices)
     all_jobs = {f.name: on_device(offset_seeds(f.jobs(fidelity), base_seed), device) for f in chosen}
-    committed = figure_data.restore_figures(chosen, all_jobs, store, figures_dir / "data") \
-        if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed else set()
+    committed = committed_evidence(chosen, all_jobs, store, figures_dir, fidelity, base_seed, recompute)
     if progress:
         announce(figures_plan(all_jobs, store, results_dir, fidelity, base_seed, workers, rerun, committed))
     if len(chosen) > 1:  # every figure's jobs in one sweep: one progress bar, no idle worker between figures
@@ -315,6 +315,21 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
                           restored={f.name for f in chosen if {j.id for j in all_jobs[f.name]} <= committed})
         # the others keep their rows of the file it replaces
     return outcomes
+
+
+def committed_evidence(chosen, all_jobs: dict, store: ResultsStore, figures_dir: Path, fidelity: str,
+                       base_seed: int, recompute: bool = False) -> set[str]:
+    """The ids of the committed per-seed results (``figures_dir/data``) restored into ``store`` for
+    the ``chosen`` figures at a fidelity that writes CLAIMS.md (``figure_data.restore_figures``).
+    ``recompute``: none — the chosen figures' stored results are discarded, so that their jobs run
+    at this commit and their rows in CLAIMS.md name it alone (no 'data made at' an older one)."""
+    if recompute:
+        for job in {j.id for jobs in all_jobs.values() for j in jobs}:
+            store.discard(job)
+        return set()
+    if fidelity not in CLAIMS_FILE_FIDELITIES or base_seed:
+        return set()
+    return figure_data.restore_figures(chosen, all_jobs, store, figures_dir / "data")
 
 
 def check_clean(fidelity: str, figures_dir: Path, allow_dirty: bool | None) -> bool:

@@ -50,6 +50,12 @@ def _extension_code() -> str:
     return found[0]
 
 
+def test_the_extension_block_is_the_example_plugin_file():
+    # one source: the README shows examples/my_estimators.py, which the scoring tests and
+    # benchmarks/first_score.py load as the plugin a user saves
+    assert _extension_code().strip() == (ROOT / "examples" / "my_estimators.py").read_text().strip()
+
+
 def test_extension_example_is_short_and_works(tmp_path, monkeypatch):
     code = _extension_code()
     assert len([line for line in code.splitlines() if line.strip()]) <= 20

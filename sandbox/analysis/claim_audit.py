@@ -1,8 +1,8 @@
 """What makes a claim row evidence beyond its own test: the rules every row of a claim table must
 pass, whatever its label, and ``settle``, which gives each row the class those rules allow.
 
-* **Identity** (``claim_identity.same_vectors``: agreement, an affine map robust to one seed, a
-  monotone map, a subset of seeds): two asserted evidence rows that are one measurement must be
+* **Identity** (``claim_identity.same_vectors``: agreement — one constant in every seed of both
+  included —, an affine map robust to one seed, a monotone map, a subset of seeds): two asserted evidence rows that are one measurement must be
   one row; an asserted evidence row that is one measurement with a sanity row, or with a row an
   identity implies, is that identity restated (a Cauchy–Schwarz bound under a new name).
 * **Order** (``hidden_fail_violations``): of rows that are one measurement, a FAIL counts before a
@@ -78,14 +78,17 @@ def segments(c: Claim) -> tuple:
 def same_measurement(a: Claim, b: Claim) -> str:
     """Why rows ``a`` and ``b`` are one measurement ('' if not): ``same_vectors`` of their per-seed
     vectors, arm by arm for two unpaired comparisons (both arms must be one measurement; sharing one
-    arm is not enough). One arm of an unpaired comparison tested alone is a different hypothesis."""
+    arm is not enough). One arm of an unpaired comparison tested alone is a different hypothesis.
+    Two constant vectors that agree are one measurement unless a row's estimate is undefined (NaN:
+    it measured nothing, e.g. no collapse in either arm of a contrast)."""
     sa, sb = segments(a), segments(b)
     if len(sa) != len(sb):
         return ""
+    constants = bool(np.isfinite(a.estimate) and np.isfinite(b.estimate))
     if len(sa) == 1:
-        return same_vectors(a.values, b.values)
+        return same_vectors(a.values, b.values, constants)
     for order in (sb, sb[::-1]):
-        whys = [same_vectors(x, y) for x, y in zip(sa, order)]
+        whys = [same_vectors(x, y, constants) for x, y in zip(sa, order)]
         if all(whys):
             return "arm by arm: " + "; ".join(whys)
     return ""
@@ -277,7 +280,8 @@ def settle(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | N
     """``claims`` with each row's class recomputed under the rules, in their order: an unverifiable
     CHECK, an equivalence PASSing without a gap wider than its band and a difference whose arms never
     moved are reported (INFO, with the reason); then a reported row that decides a paper's statement
-    is asserted (its interval's verdict). Twins are resolved as ``ClaimBook.record`` does
+    is asserted (its interval's verdict); a reported row that is one measurement with an asserted
+    one names it (``merged``). Twins are resolved as ``ClaimBook.record`` does
     (a FAIL before a PASS); the result does not depend on the order of ``claims``."""
     out = []
     for c in claims:
@@ -289,12 +293,33 @@ def settle(claims: Iterable[Claim], published: Mapping[tuple[str, str], str] | N
             c = _demote(c, unmoved(c, starts))
         out.append(c)
     decide = {id(c) for c in _deciding(out, published, starts)}
-    return [dataclasses.replace(c, passed=would_pass(c), detail=f"asserted: its interval decides the paper's "
-                                f"statement it tests ({c.detail})") if id(c) in decide else c for c in out]
+    out = [dataclasses.replace(c, passed=would_pass(c), detail=f"asserted: its interval decides the paper's "
+                               f"statement it tests ({c.detail})") if id(c) in decide else c for c in out]
+    return merged(out)
+
+
+#: how a reported row names the asserted row that counts its measurement (``merged``)
+TWIN = "one measurement with"
+
+
+def merged(claims: list[Claim]) -> list[Claim]:
+    """``claims`` with each reported evidence row that is one measurement with an asserted evidence
+    row naming it (once): the asserted row counts that measurement, the reported one shows it again."""
+    asserted = asserted_evidence(claims)
+
+    def twin(c: Claim) -> Claim:
+        if c.kind != "evidence" or c.passed is not None or TWIN in c.detail:
+            return c
+        for a in asserted:
+            why = same_measurement(c, a)
+            if why:
+                return dataclasses.replace(c, detail=f"{TWIN} {a.figure}/{a.name}, counted there ({why}): {c.detail}")
+        return c
+    return [twin(c) for c in claims]
 
 
 __all__ = ["BAND_TESTS", "DISCRIMINATION_CHECKS", "IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL",
            "asserted_evidence", "audit", "confirmation_violations", "contradiction_violations",
            "discrimination_violations", "hidden_fail_violations", "identity_label_violations", "identity_violations",
-           "movement_violations", "published_violations", "same_measurement", "same_vectors", "sanity_violations", "segments",
+           "merged", "movement_violations", "published_violations", "same_measurement", "same_vectors", "sanity_violations", "segments",
            "settle", "undiscriminating", "unmoved", "unverifiable", "would_pass"]

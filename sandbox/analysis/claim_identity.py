@@ -21,8 +21,15 @@ Two per-seed vectors ``x`` and ``y`` are one measurement when
   least ``SUBSET_DISTINCT`` of them distinct: a row restated on some of its seeds, or one arm of an
   unpaired comparison restated alone.
 
-A constant vector (every seed the same value, e.g. every seed solved) identifies nothing, and a
-vector with a NaN is not compared.
+* **both are one constant** — every seed of both gives the same value (within ``IDENTITY_RTOL``;
+  ``constants``, for rows whose estimates are numbers): location and spread agree, so the rows state
+  one number (``dg-longer-than-pmpo`` and ``longest-H-dg``: DG solves the grid's top H = 10 in every
+  seed and PMPO none, so DG − PMPO is DG's own longest H). A constant agrees with no other constant
+  and with no varying vector, and no line or order relates it to anything: beyond exact agreement
+  it identifies nothing. A row whose estimate is undefined (NaN: no event in either arm) measured
+  nothing, and is one measurement with nothing.
+
+A vector with a NaN is not compared.
 """
 
 from __future__ import annotations
@@ -44,6 +51,15 @@ SUBSET_MIN_N, SUBSET_DISTINCT = 3, 0.75
 
 def _usable(x: np.ndarray) -> bool:
     return x.size >= 2 and bool(np.isfinite(x).all()) and np.ptp(x) > 0
+
+
+def one_constant(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``x`` and ``y`` hold as many seeds, each the same value throughout, and that value agrees."""
+    if x.size != y.size or x.size < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return False
+    if np.ptp(x) > 0 or np.ptp(y) > 0:
+        return False
+    return bool(abs(x[0] - y[0]) <= IDENTITY_RTOL * max(abs(x[0]), abs(y[0])))
 
 
 def loo_correlation(x: np.ndarray, y: np.ndarray) -> float:
@@ -74,9 +90,12 @@ def contained(small: np.ndarray, large: np.ndarray, tol: float) -> bool:
     return True
 
 
-def same_vectors(x, y) -> str:
-    """Why per-seed vectors ``x`` and ``y`` are one measurement ('' if they are not): module docstring."""
+def same_vectors(x, y, constants: bool = True) -> str:
+    """Why per-seed vectors ``x`` and ``y`` are one measurement ('' if they are not): module docstring.
+    ``constants``: whether two vectors of one agreeing constant count (False for a row that measured nothing)."""
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if constants and one_constant(x, y):
+        return f"every one of their {x.size} seeds gives {x[0]:.4g}: one number, stated in both"
     if not (_usable(x) and _usable(y)):
         return ""
     scale = max(np.abs(x).max(), np.abs(y).max())
@@ -105,4 +124,4 @@ def same_vectors(x, y) -> str:
 
 
 __all__ = ["IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL", "RANK_MIN_DISTINCT", "SUBSET_DISTINCT", "SUBSET_MIN_N",
-           "contained", "loo_correlation", "same_vectors"]
+           "contained", "loo_correlation", "one_constant", "same_vectors"]

@@ -53,6 +53,18 @@ def committed_ids(battery: Battery) -> list[str]:
     return sorted(figure_data.jobs_in(path)) if path.is_file() else []
 
 
+def first_run(store: ResultsStore, battery: Battery) -> dict:
+    """What a first ``sandbox score`` or ``sandbox check`` did in the fresh results folder ``store``:
+    its jobs, how many were the shipped built-ins restored, and the jobs it computed with their stored
+    CPU seconds (what ``benchmarks/first_score.py`` and ``benchmarks/check.py`` time)."""
+    held = store.job_ids()
+    committed = set(committed_ids(battery))
+    computed = [j for j in held if j not in committed]
+    cpu = sum(float(store.read(j)["cpu_s"].iloc[0]) for j in computed)
+    return {"jobs": len(held), "restored": len(committed & set(held)), "computed": len(computed),
+            "computed cpu_s": cpu}
+
+
 def export(battery: Battery, store: ResultsStore, path: str | Path | None = None) -> Path:
     """Write the stored results of the default built-ins on ``battery`` (all must be stored)."""
     every = [j for name in DEFAULT_AGAINST for j in jobs(battery, make_recipe(name))]

@@ -51,7 +51,7 @@ def test_distinct_constant_and_reported_rows_are_not_flagged():
     book.less("a", "s", base, base + rng.normal(0.2, 0.05, 8))
     book.less("b", "s", base, base + rng.normal(0.2, 0.05, 8))  # the same baseline, a different method: apart
     book.greater("h-star", "DG solves longer", np.full(8, 10.0), np.full(8, 6.0))
-    book.greater("h-star-2", "DG solves longer than PMPO", np.full(8, 10.0), np.full(8, 6.0) - 1e-9)  # constant
+    book.greater("h-star-2", "DG solves longer than PMPO", np.full(8, 10.0), np.full(8, 4.0))  # another constant
     info = book.report(book.less("c", "s", base + 1e-7, base + 0.2 + rng.normal(0, 0.05, 8)))
     assert info.passed is None
     assert claim_audit.identity_violations(book.claims) == []

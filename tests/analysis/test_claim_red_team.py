@@ -1,8 +1,8 @@
 """Red team: rows that game the claim audit, built on a scratch copy of the committed
 ``paper_figures/claims.json`` — a row restated on a subset of its seeds, a Cauchy–Schwarz bound
 under a new name, a TOST made to "discriminate" by a noisier comparison arm, two arms at chance, a
-post-hoc window re-asserted on its selection seeds, and a FAIL turned into INFO by stating its PASS
-twin first. Each must be refused by ``claim_audit.audit`` with the paper tier's rules."""
+post-hoc window re-asserted on its selection seeds, a FAIL turned into INFO by stating its PASS
+twin first, and a censored constant (every seed at the grid's top) asserted again under a new name. Each must be refused by ``claim_audit.audit`` with the paper tier's rules."""
 
 from __future__ import annotations
 
@@ -127,3 +127,13 @@ def test_stating_the_pass_twin_first_does_not_hide_the_fail(scratch, rules):
                                    f"dg-below-pmpo-actor-bug-0.3: {ten_x.detail}")]
     refused = _refused(scratch, rules, swapped)
     assert any("dg-ten-x-pmpo-actor-bug" in v for v in refused), refused
+
+
+def test_a_censored_constant_asserted_again_under_a_new_name_is_refused(scratch, rules):
+    longer = _row(scratch, "all-frictions", "dg-longer-than-pmpo")  # DG 10 − PMPO 0 in every seed
+    assert longer.passed and set(longer.values) == {10.0}
+    forged = ClaimBook("all-frictions").greater("dg-solves-the-top-H", "DG solves H = 10 in every seed (vs 0)",
+                                                np.asarray(longer.arms[0]), np.zeros(8), test="sign-flip")
+    assert forged.passed and set(forged.values) == {10.0}
+    refused = _refused(scratch, rules, [forged])
+    assert any("dg-solves-the-top-H" in v and "dg-longer-than-pmpo" in v and "one number" in v for v in refused), refused

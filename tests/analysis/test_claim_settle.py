@@ -39,6 +39,37 @@ def test_subsets_and_transforms_of_a_rows_seeds_are_the_same_row():
     assert same_vectors(rng.normal(size=12), x) == ""
 
 
+def test_rows_of_one_constant_are_one_measurement_unless_they_measured_nothing():
+    # all-frictions: DG solves the grid's top H = 10 in every seed and PMPO none, so DG − PMPO is
+    # DG's longest H; two constants that differ, or a constant beside a varying vector, are apart
+    assert "one number" in same_vectors(np.full(8, 10.0), np.full(8, 10.0))
+    assert "one number" in same_vectors(np.zeros(8), np.zeros(8))
+    assert same_vectors(np.full(8, 10.0), np.full(8, 4.0)) == ""
+    assert same_vectors(np.full(8, 10.0), np.full(7, 10.0)) == ""
+    assert same_vectors(np.full(8, 10.0), np.r_[np.full(7, 10.0), 8.0]) == ""
+    assert same_vectors(np.full(8, 10.0), np.full(8, 10.0), constants=False) == ""
+    book = ClaimBook("all-frictions")
+    longer = book.greater("longer", "DG solves longer than PMPO", np.full(8, 10.0), np.zeros(8), test="sign-flip")
+    again = book.above("top", "DG solves H = 10 in every seed", np.full(8, 10.0), 0.0, test="sign-flip")
+    assert longer.passed and again.passed is None and "one measurement with longer" in again.detail
+    # a contrast in which neither arm had an event measured nothing (its estimate is NaN): never one row
+    nothing = [dataclasses.replace(longer, name=f"case-{i}", estimate=float("nan"), values=(400.0,) * 16)
+               for i in range(2)]
+    assert claim_audit.same_measurement(*nothing) == ""
+
+
+def test_a_reported_row_names_the_asserted_row_that_counts_its_measurement():
+    rng = np.random.default_rng(5)
+    dg, pmpo = rng.uniform(0.0, 0.1, 8), np.full(8, 0.0)
+    book = ClaimBook("all-frictions")
+    longer = book.greater("longer", "DG's H above PMPO's", 10 * dg + 4, pmpo, test="sign-flip")
+    alone = book.measure("h-dg", "DG's H", 10 * dg + 4, worse="low")
+    assert longer.passed and alone.passed is None and "one measurement with" not in alone.detail
+    settled = claim_audit.settle(book.claims)
+    assert settled[1].detail.startswith("one measurement with all-frictions/longer, counted there (")
+    assert claim_audit.settle(settled) == settled  # once: settling again changes nothing
+
+
 def test_one_arm_of_an_unpaired_comparison_is_another_hypothesis():
     rng = np.random.default_rng(2)
     a, b = rng.normal(0.1, 0.05, 10), rng.normal(0.5, 0.05, 10)

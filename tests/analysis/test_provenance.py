@@ -78,9 +78,33 @@ def test_reproduce_takes_allow_dirty_on_the_command_line(monkeypatch, tmp_path):
     from sandbox import cli, reproduce
 
     seen = []
-    monkeypatch.setattr(reproduce, "reproduce", lambda names, **kw: seen.append(kw["allow_dirty"]) or [])
+    monkeypatch.setattr(reproduce, "reproduce",
+                        lambda names, **kw: seen.append((kw["allow_dirty"], kw["recompute"])) or [])
     monkeypatch.setattr(reproduce, "summary", lambda outcomes: "")
-    for flag in (["--allow-dirty"], []):
+    for flag in (["--allow-dirty"], [], ["--recompute"]):
         cli.main(["reproduce", "--fidelity", "quick", "--results", str(tmp_path / "r"), "--figures",
                   str(tmp_path / "f"), *flag])
-    assert seen == [True, None]
+    assert seen == [(True, False), (None, False), (None, True)]
+
+
+def test_recompute_runs_the_jobs_instead_of_restoring_the_committed_data(tmp_path, monkeypatch):
+    """``reproduce(..., recompute=True)`` restores nothing and discards the chosen figures' stored
+    results, so their jobs run at this commit; without it the committed data are restored."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sandbox import reproduce
+    from sandbox.jobs.store import ResultsStore
+
+    store = ResultsStore(tmp_path / "r")
+    for job in ("a", "b", "other"):
+        store.write(job, pd.DataFrame({"x": [1.0]}))
+    jobs = {"fig": [SimpleNamespace(id="a"), SimpleNamespace(id="b")]}
+    restored = []
+    monkeypatch.setattr(reproduce.figure_data, "restore_figures", lambda *a: restored.append(a) or {"a", "b"})
+    figures = [SimpleNamespace(name="fig")]
+    assert reproduce.committed_evidence(figures, jobs, store, tmp_path, "paper", 0) == {"a", "b"} and restored
+    restored.clear()
+    assert reproduce.committed_evidence(figures, jobs, store, tmp_path, "paper", 0, recompute=True) == set()
+    assert restored == [] and store.job_ids() == ["other"]

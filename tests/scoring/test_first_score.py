@@ -50,6 +50,9 @@ def test_a_first_score_computes_only_the_new_estimators_jobs(shipped, tmp_path):
     assert _rows(frame, methods).equals(_rows(shipped, methods))  # the shipped numbers, exactly as stored
     again = score("dg", settings={"eta": 0.5}, battery=TINY, against=AGAINST, results=fresh, workers=1, progress=False)
     assert again.attrs["jobs"]["computed"] == 0
+    done = builtin_data.first_run(default_store(fresh), build(TINY))  # what the benchmarks time
+    assert {k: done[k] for k in ("jobs", "restored", "computed")} == {"jobs": 6, "restored": 4, "computed": 2}
+    assert done["computed cpu_s"] > 0
 
 
 def test_scoring_a_built_in_on_a_fresh_clone_computes_nothing(shipped, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -33,25 +34,12 @@ TINY = {
     ],
 }
 AGAINST = "reinforce,gac"
+#: the README's plugin estimator (``clipped_adv_pg``), one file in the repository
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "my_estimators.py")
 PLUGIN = '''
 from dataclasses import dataclass
 
 from sandbox import Estimator, PGTerms, register_estimator
-
-
-@register_estimator("score_test_clip")
-@dataclass(frozen=True)
-class Clip(Estimator):
-    """REINFORCE with the advantage clipped to [−c, c]."""
-
-    c: float = 1.0
-
-    def check(self):
-        if not self.c > 0:
-            raise ValueError(f"c must be > 0, got {self.c}")
-
-    def token_loss(self, t: PGTerms):
-        return -t.token_advantages.clamp(-self.c, self.c) * t.logp
 
 
 @register_estimator("score_test_nan")
@@ -66,6 +54,7 @@ class NaNLoss(Estimator):
 
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory):
+    """A plugin whose estimator returns NaN."""
     path = tmp_path_factory.mktemp("plugin") / "score_test_plugin.py"
     path.write_text(PLUGIN)
     return str(path)
@@ -83,23 +72,23 @@ def run(name, results, **kwargs):
     return score(name, battery=TINY, against=AGAINST, results=results, workers=1, progress=False, **kwargs)
 
 
-def test_score_writes_the_report_and_reuses_the_baselines(plugin, tmp_path):
+def test_score_writes_the_report_and_reuses_the_baselines(tmp_path):
     results, out = tmp_path / "results", tmp_path / "card"
-    first = run("score_test_clip", results, plugin=plugin, settings={"c": 0.5}, out=out)
+    first = run("clipped_adv_pg", results, plugin=EXAMPLE, settings={"c": 0.5}, out=out)
     assert first.attrs["jobs"] == {"total": 6, "reused": 0, "computed": 6}
     assert {p.name for p in out.iterdir()} == {"scorecard.png", "scorecard.md", "scorecard.json"}
     assert (out / "scorecard.png").stat().st_size > 10_000
     md = (out / "scorecard.md").read_text()
-    assert "`tiny` v1" in md and "commit `" in md and "| **score_test_clip[c=0.5]** |" in md
+    assert "`tiny` v1" in md and "commit `" in md and "| **clipped_adv_pg[c=0.5]** |" in md
     card = json.loads((out / "scorecard.json").read_text())
-    assert card["methods"] == ["score_test_clip[c=0.5]", "reinforce", "gac"]
+    assert card["methods"] == ["clipped_adv_pg[c=0.5]", "reinforce", "gac"]
     assert len(card["scores"]) == 3 * (3 + 2) and card["battery"] == "tiny" and card["version"] == 1
     assert set(first.columns) >= {"method", "cell", "seed", "value", "score", "diverged"}
     assert first["score"].between(0, 1).all()
 
     second = run("dg", results, settings={"eta": 0.5})  # another new estimator: only its own cells run
     assert second.attrs["jobs"] == {"total": 6, "reused": 4, "computed": 2}
-    again = run("score_test_clip", results, plugin=plugin, settings={"c": 0.5})  # resumed: nothing recomputed
+    again = run("clipped_adv_pg", results, plugin=EXAMPLE, settings={"c": 0.5})  # resumed: nothing recomputed
     assert again.attrs["jobs"]["computed"] == 0
     cols = ["method", "cell", "seed", "score"]
     assert again[cols].sort_values(cols).reset_index(drop=True).equals(first[cols].sort_values(cols).reset_index(drop=True))
@@ -160,13 +149,13 @@ def test_cli_lists_batteries_and_needs_a_name(capsys):
     assert "score needs NAME" in capsys.readouterr().err
 
 
-def test_the_cli_scores_a_plugin(plugin, tmp_path, capsys, monkeypatch):
+def test_the_cli_scores_a_plugin(tmp_path, capsys, monkeypatch):
     import sandbox.scoring.api as api
 
     monkeypatch.setattr(api, "as_battery", lambda name: build(TINY))
-    code = main(["score", "score_test_clip", "--plugin", plugin, "--set", "c=0.5", "--against", AGAINST, "--workers", "1", "--quiet",
+    code = main(["score", "clipped_adv_pg", "--plugin", EXAMPLE, "--set", "c=0.5", "--against", AGAINST, "--workers", "1", "--quiet",
                  "--results", str(tmp_path / "r"), "--out", str(tmp_path / "card")])
     out = capsys.readouterr().out
-    assert code == 0 and "6 jobs: 0 reused, 6 computed" in out and "| **score_test_clip[c=0.5]** |" in out
+    assert code == 0 and "6 jobs: 0 reused, 6 computed" in out and "| **clipped_adv_pg[c=0.5]** |" in out
     assert (tmp_path / "card" / "scorecard.png").is_file()
     assert textwrap.dedent(out).count("wrote") == 1
