@@ -157,8 +157,13 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
                 f"{_arm_words(case, d['better'])} {sum(better)}/{len(better)}; Fisher's exact one-sided p = "
                 f"{p_forward:.3g} ({d['worse']} collapses more; the other way {p_reverse:.3g}); "
                 + odds_text(worse, better, alpha))
+        # no event in either arm: every seed is censored at the budget, a constant that measured no
+        # collapse step — no per-seed vector, so the claim audit cannot take two such contrasts of
+        # different configurations for one measurement (claim_identity: a vector with a NaN is not compared)
+        values = steps[d["worse"]] + steps[d["better"]]
+        values = values if any(worse) or any(better) else [math.nan] * len(values)
         return dict(estimate=p_forward, low=p_forward, high=p_forward, side="below", against=alpha,
-                    values=tuple(steps[d["worse"]] + steps[d["better"]]), text=text, flags=flags)
+                    values=tuple(values), text=text, flags=flags)
     if stat in ("final_contrast", "noninferior", "signal_level"):
         diff = np.asarray(verdict.detail["difference"], dtype=float)
         diff = diff[np.isfinite(diff)]
