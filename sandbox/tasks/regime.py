@@ -51,7 +51,8 @@ class RegimeTask(AdditionTask):  # type: ignore[misc, valid-type]
     a step, as the regime's cost target."""
 
     default_optimizer = "adamw"
-    default_lr = 3e-5  # chosen for the published lag-10 KL on the first warm start; 4–8× below it on this one (docs/regime.md)
+    #: chosen for the published lag-10 KL on the first warm start; 4–8× below it on this one (docs/regime.md)
+    default_lr = 3e-5
 
     answer_len: int = 16  # T (docs/regime.md: 16 on CPUs; 64 the cost benchmark; 256+ on a GPU)
     prompts_per_step: int = 16
