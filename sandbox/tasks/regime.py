@@ -65,16 +65,23 @@ class RegimeTask(AdditionTask):  # type: ignore[misc, valid-type]
     #: the traces' slip rate per column (``Addition.slipped_answers``), in [0, 1): a starting pass rate
     #: of ≈ (0.4 + 0.4²)/2 = 28% at T = 16, its errors draws spread over every prompt (docs/regime.md)
     sft_slip: float = 0.6
+    #: the slips' spread over column contexts (``Addition.slipped_answers``), in [0, 1]: 0 uniform slips
+    #: (RL only sharpens a right argmax); > 0 systematic confusions, each (a_i, b_i, c_i) at its own rate
+    #: and wrong digit, so RL must correct column by column (docs/regime.md)
+    sft_slip_spread: float = 0.0
 
     def __post_init__(self) -> None:
         check_range("sft_slip", self.sft_slip, low=0.0, high=1.0, high_open=True)
+        check_range("sft_slip_spread", self.sft_slip_spread, low=0.0, high=1.0)
         super().__post_init__()
 
     def build_policy(self):
         """The transformer, warm-started on the environment's solution traces (with slips at
-        ``sft_slip``)."""
-        key = repr(self.env) + (f" slip={self.sft_slip!r}" if self.sft_slip else "")
-        return WarmStarted(super().build_policy(), lambda n, g: self.environment.solution_traces(n, g, self.sft_slip),
+        ``sft_slip``, spread over column contexts by ``sft_slip_spread``)."""
+        key = repr(self.env) + (f" slip={self.sft_slip!r}" if self.sft_slip else "") + \
+            (f" spread={self.sft_slip_spread!r}" if self.sft_slip_spread else "")
+        traces = lambda n, g: self.environment.solution_traces(n, g, self.sft_slip, self.sft_slip_spread)  # noqa: E731
+        return WarmStarted(super().build_policy(), traces,
                            key, self.sft_steps, self.sft_lr, self.sft_prompts,
                            sources=(type(self.env).__module__, SequenceEnvironment.__module__))
 

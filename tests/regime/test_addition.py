@@ -12,6 +12,7 @@ from sandbox.envs.sequences.arithmetic import (
     SEP,
     Addition,
     answer_length,
+    confusions,
     max_digits_for,
 )
 from sandbox.envs.sequences.base import eos_mask, first_eos
@@ -132,3 +133,27 @@ def test_slipped_answers_by_hand_and_their_rate():
         assert abs(rate - 0.7**digits) < 4 * (0.25 / count) ** 0.5
     with pytest.raises(ValueError, match="rate"):
         env.slipped_answers(prompts, 1.5, g)
+
+
+def test_systematic_slips_follow_the_fixed_table_by_hand():
+    """``spread`` > 0: each column (a_i, b_i, c_i) slips at rate + spread·(2u − 1) to its own wrong digit."""
+    env = Addition(vocab=64, answer_len=16)
+    u, wrong = confusions()
+    assert u.shape == wrong.shape == (10, 10, 2) and int(wrong.min()) >= 1 and int(wrong.max()) <= 9
+    assert torch.equal(confusions()[0], u)  # fixed: the same table for every run
+    prompt = torch.tensor([[tokens("_7+48=")]])  # columns (7, 8, c 0) → 5 and (0, 4, c 1) → 5
+    # rate → 1 (clipped to 0.99): both columns slip on these draws, each to its own fixed wrong digit
+    slipped = env.slipped_answers(prompt, 1.0 - 1e-12, torch.Generator().manual_seed(0), spread=1e-9)[0, 0].tolist()
+    s0, s1 = (5 + int(wrong[7, 8, 0])) % 10, (5 + int(wrong[0, 4, 1])) % 10
+    assert slipped == tokens(f"780{s0}041{s1};{s1}{s0}$") + [PAD] * 4
+    # the rate of each context: a prompt of 1 digit passes with 1 − clip(rate + spread·(2u − 1))
+    prompts = torch.tensor([[tokens("_3+_4=")] * 20_000])
+    reward = env.rewards(prompts, env.slipped_answers(prompts, 0.5, torch.Generator().manual_seed(3), spread=0.4))[0]
+    want = 1 - min(max(0.5 + 0.4 * (2 * float(u[3, 4, 0]) - 1), 0.0), 0.99)
+    assert abs(reward.mean().item() - want) < 4 * (0.25 / 20_000) ** 0.5
+    # spread 0 is the uniform slips, draw for draw
+    prompts = env.sample_prompts(1, 500, torch.Generator().manual_seed(4))
+    assert torch.equal(env.slipped_answers(prompts, 0.3, torch.Generator().manual_seed(5)),
+                       env.slipped_answers(prompts, 0.3, torch.Generator().manual_seed(5), spread=0.0))
+    with pytest.raises(ValueError, match="spread"):
+        env.slipped_answers(prompts, 0.3, torch.Generator().manual_seed(5), spread=1.5)

@@ -40,6 +40,19 @@ PAD, EOS, DIGIT0, PLUS, EQUALS, SEP = 0, 1, 2, 12, 13, 14
 FIRST_FREE = 15  # the first token the problem never uses
 
 
+#: the seed of the fixed table of systematic confusions (``confusions``)
+CONFUSION_SEED = 0xADD
+
+
+def confusions() -> tuple[Tensor, Tensor]:
+    """The problem's fixed confusions, ``[10, 10, 2]`` over a column's (a_i, b_i, c_i): a uniform u
+    (its slip rate's place in the spread) and the offset 1–9 of its wrong digit — drawn once from
+    ``CONFUSION_SEED``, a property of the problem (as a pretrained model's confusions are of its
+    weights), the same for every run and seed."""
+    g = torch.Generator().manual_seed(CONFUSION_SEED)
+    return torch.rand(10, 10, 2, generator=g, dtype=torch.float64), torch.randint(1, 10, (10, 10, 2), generator=g)
+
+
 def answer_length(digits: int) -> int:
     """Longest scratchpad answer to n-digit operands, EOS included: 4n + 1 + (n + 1) + 1."""
     return 5 * digits + 3
@@ -135,21 +148,35 @@ class Addition(SequenceEnv):
         rows = torch.where(final, digit, rows)
         return torch.where(k == width.unsqueeze(-1), EOS, rows)
 
-    def slipped_answers(self, prompts: Tensor, rate: float, generator: torch.Generator) -> Tensor:
+    def slipped_answers(self, prompts: Tensor, rate: float, generator: torch.Generator, spread: float = 0.0) -> Tensor:
         """Solution traces with slips, for a warm start that errs as an LLM does (docs/regime.md):
         each column's sum digit s_i is, with probability ``rate``, written as one of the nine other
         digits (uniformly); the final answer copies the written digits, the carries stay right. One
         slip makes the answer wrong, so a policy fit to these traces passes an n-digit prompt with
-        probability ≈ (1 − rate)^n: its errors are draws, not blind spots."""
+        probability ≈ (1 − rate)^n: its errors are draws, not blind spots.
+
+        ``spread`` > 0 makes the slips *systematic* (``confusions``): the column (a_i, b_i, c_i)
+        slips at rate + spread·(2u − 1) (clipped to [0, 0.99]) to its own fixed wrong digit, so where
+        that rate passes ½ the fit policy prefers a wrong digit and RL must learn that column's
+        correction, not only sharpen a right argmax."""
         check_range("rate", rate, low=0.0, high=1.0)
+        check_range("spread", spread, low=0.0, high=1.0)
         right = self.correct_answers(prompts)
         a, b, n = self.operands(prompts)
         N, T = self.digits, right.shape[-1]
         width = first_eos(right, EOS) - 4 * n - 1  # digits of the sum
         shape = (*prompts.shape[:-1], N)
-        slip = torch.rand(shape, generator=generator).to(prompts.device) < rate
+        draw = torch.rand(shape, generator=generator).to(prompts.device)
         offset = torch.randint(1, 10, shape, generator=generator).to(prompts.device)
         cols = torch.arange(N, device=prompts.device)
+        if spread:
+            u, wrong = (t.to(prompts.device) for t in confusions())
+            carry = (right.gather(-1, (4 * cols + 2).clamp(max=T - 1).expand(shape)) - DIGIT0).clamp(0, 1)
+            ctx = (a[..., :N] * 10 + b[..., :N]) * 2 + carry  # the column's (a_i, b_i, c_i)
+            rates = (rate + spread * (2 * u - 1)).clamp(0.0, 0.99).flatten()
+            slip, offset = draw < rates[ctx], wrong.flatten()[ctx]
+        else:
+            slip = draw < rate
         delta = torch.where(slip & (cols < n.unsqueeze(-1)), offset, 0)
         add = torch.zeros_like(right)
         add.scatter_(-1, (4 * cols + 3).expand(shape).clamp(max=T - 1), delta)  # the scratchpad's s_i
@@ -208,5 +235,5 @@ def _take(cols: Tensor, pos: Tensor) -> Tensor:
     return cols.gather(-1, pos.clamp(max=cols.shape[-1] - 1).expand(*cols.shape[:-1], pos.shape[0]))
 
 
-__all__ = ["DIGIT0", "EOS", "EQUALS", "FIRST_FREE", "PAD", "PLUS", "SEP", "Addition", "answer_length",
+__all__ = ["CONFUSION_SEED", "DIGIT0", "EOS", "EQUALS", "FIRST_FREE", "PAD", "PLUS", "SEP", "Addition", "answer_length", "confusions",
            "max_digits_for"]

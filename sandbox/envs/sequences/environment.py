@@ -106,12 +106,13 @@ class SequenceEnvironment(Environment):
     def correct_answers(self, batch):
         return self.problem.correct_answers(batch.rows)
 
-    def solution_traces(self, n: int, generator: torch.Generator, slip: float = 0.0) -> tuple[Prompts, Tensor, Tensor]:
+    def solution_traces(self, n: int, generator: torch.Generator, slip: float = 0.0,
+                        spread: float = 0.0) -> tuple[Prompts, Tensor, Tensor]:
         """``n`` fresh prompts per member with their correct answers, for supervised fine-tuning:
         (what the policy sees, answers ``[S, n, A]``, valid tokens ``[S, n, A]``); ``slip`` > 0: the
-        problem's ``slipped_answers`` at that rate instead (traces with errors)."""
+        problem's ``slipped_answers`` at that rate (and ``spread``) instead (traces with errors)."""
         prompts = self.problem.sample_prompts(self.population, n, generator).to(self.device)
-        answers = self.problem.slipped_answers(prompts, slip, generator) if slip else self.problem.correct_answers(prompts)
+        answers = self.problem.slipped_answers(prompts, slip, generator, spread) if slip else self.problem.correct_answers(prompts)
         mask = eos_mask(answers, self.problem.eos) if self.problem.eos is not None else torch.ones_like(answers, dtype=torch.bool)
         return Prompts(prompts, 1, self.problem.answer_len, self.problem.eos), answers, mask
 
