@@ -44,7 +44,7 @@ class Arm:
     frictions: tuple = ()
     staleness: dict = field(default_factory=dict)
     steps: int = 1000
-    lr: float | None = None  # None: the regime's lr (3e-5, lag-10 KL in the published range)
+    lr: float | None = None  # None: the regime task's lr (``RegimeTask.default_lr``)
     why: str = ""
 
 

@@ -38,7 +38,7 @@ def test_probe_records_every_quantity():
     # the policy moved: fresh-token KLs are positive, and three updates move it more than one
     assert (measured["update_k3"] > 0).all() and (measured["lag_k3"] > measured["update_k3"]).all()
     length = frame["length"].dropna()
-    assert len(length) == 24 and ((length >= 1) & (length <= 16)).all()
+    assert len(length) == 24 and ((length >= 1) & (length <= 21)).all()
 
 
 def test_rounding_shows_a_mismatch_and_more_bits_show_less():
@@ -86,7 +86,7 @@ def test_arms_are_declared_with_roles_and_the_calibrated_bits():
     assert config.controllers == (("clip_grad_norm", {"max_norm": 1.0}),)
     # the long-answer lag arm and its partner control share the long lr; the others keep the regime's
     assert arm_config(ARMS["lag16-seq-is-long"], 0).lr == arm_config(ARMS["control-long"], 0).lr == LONG_LR
-    assert arm_config(ARMS["control"], 0).lr == 3e-5 and ARMS["control-long"].role == "negative"
+    assert arm_config(ARMS["control"], 0).lr == 1.5e-5 and ARMS["control-long"].role == "negative"
 
 
 def test_controls_block_reads_the_rules_numbers():
