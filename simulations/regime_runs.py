@@ -4,17 +4,22 @@
     python -m simulations.regime_runs calibrate                  # mantissa bits for the published KL
     python -m simulations.regime_runs run control --base-seed 0  # one arm: 8 seeds, its steps
     python -m simulations.regime_runs table --figure docs/regime.png   # the docs' tables and figure
+    python -m simulations.regime_runs run control --base-seed 5 --seeds 4 --lr 2e-5   # a pilot
+    python -m simulations.regime_runs pilots                     # the pilots' numbers (docs/regime.md)
 
 Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
 step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
-a smoke test (its file name then says so, and the table ignores it).
+a smoke test (its file name then says so, and the table ignores it). ``--lr`` and ``--task KEY=VALUE``
+make a **pilot**, a run off the declared arms that chooses a knob: it is written to
+``simulations/data/regime/pilot/`` (its name says its changes), never read by the table, and its
+numbers are printed by ``pilots`` against the negative control's rule.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -81,26 +86,50 @@ def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = Non
                          device=device, **({"lr": arm.lr} if arm.lr is not None else {}))
 
 
-def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None) -> Path:
+def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, changes: dict | None = None) -> Path:
+    """Where a run's trajectories go: the arm's file, a smoke run's, or (``changes``: lr or task knobs
+    off the declared arm) a pilot's."""
+    if changes:
+        tail = "".join(f"-{k}{v}" for k, v in sorted(changes.items()))
+        return DATA / "pilot" / f"{arm}-b{base_seed}-s{seeds}-t{steps or ARMS[arm].steps}{tail}.parquet"
     full = seeds == 8 and steps in (None, ARMS[arm].steps)
     return DATA / (f"{arm}-b{base_seed}.parquet" if full else f"smoke-{arm}-b{base_seed}-s{seeds}-t{steps}.parquet")
 
 
-def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, every: int = 10) -> Path:
+def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, every: int = 10,
+        changes: dict | None = None) -> Path:
     """Probe one arm and write its trajectories (atomically: a killed run leaves no file), stamped
-    with the commit of the tree that made them (``-dirty``: uncommitted changes)."""
+    with the commit of the tree that made them (``-dirty``: uncommitted changes); ``changes``
+    (``lr`` and task knobs) make it a pilot (``data_path``)."""
     from sandbox.analysis.provenance import git_commit
     from simulations.regime import probe
 
+    changes = dict(changes or {})
+    path = data_path(arm, base_seed, seeds, steps, changes)
+    lr = changes.pop("lr", None)
+    declared = ARMS[arm] if lr is None else replace(ARMS[arm], lr=lr)
     commit = git_commit()  # read before the run: the code that runs
-    frame = probe(arm_config(ARMS[arm], base_seed, seeds, steps), every=every)
+    frame = probe(arm_config(declared, base_seed, seeds, steps, **changes), every=every)
     frame["arm"], frame["base_seed"], frame["commit"] = arm, base_seed, commit
-    path = data_path(arm, base_seed, seeds, steps)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     frame.to_parquet(tmp, index=False)
     tmp.replace(path)
     return path
+
+
+def pilots() -> pd.DataFrame:
+    """One row per pilot file: the negative control's numbers (``simulations.regime.negative_control``)
+    and the lag-10 KL over the first 200 steps (median over seeds)."""
+    from simulations.regime import negative_control
+
+    rows = []
+    for path in sorted((DATA / "pilot").glob("*.parquet")):
+        frame = pd.read_parquet(path)
+        early = frame[frame["step"] <= 200].groupby("member")["lag_k3"].mean().median()
+        rows.append({"pilot": path.stem, "commit": frame["commit"].iloc[0] if "commit" in frame else "",
+                     **negative_control(frame), "lag10_k3_early": float(early)})
+    return pd.DataFrame(rows)
 
 
 def calibrate(base_seed: int = 0, seeds: int = 8) -> dict:
@@ -134,13 +163,21 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--base-seed", type=int, default=0)
     r.add_argument("--seeds", type=int, default=8)
     r.add_argument("--steps", type=int, default=None)
+    r.add_argument("--lr", type=float, default=None, help="a pilot: this lr instead of the arm's")
+    r.add_argument("--task", action="append", default=[], metavar="KEY=VALUE",
+                   help="a pilot: a regime task knob (a number), e.g. sft_slip_spread=0.35")
+    sub.add_parser("pilots", help="print the pilots' numbers against the negative control's rule")
     t = sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
     t.add_argument("--figure", default=None, help="also draw the trajectories to this PNG (docs/regime.png)")
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         print(json.dumps(calibrate(args.base_seed), indent=1))
     elif args.command == "run":
-        print(run(args.arm, args.base_seed, args.seeds, args.steps))
+        changes = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.task)}
+        changes.update({"lr": args.lr} if args.lr is not None else {})
+        print(run(args.arm, args.base_seed, args.seeds, args.steps, changes=changes))
+    elif args.command == "pilots":
+        print(pilots().to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     else:
         from simulations.regime_table import controls, plot, table
 
@@ -155,4 +192,4 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "run"]
+__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "pilots", "run"]

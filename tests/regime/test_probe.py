@@ -110,3 +110,12 @@ def test_table_compares_with_published_values(tmp_path):
     assert table(pd.DataFrame()) == "(no committed regime runs yet)"
     plot(frame, tmp_path / "regime.png")
     assert (tmp_path / "regime.png").stat().st_size > 10_000
+
+
+def test_a_pilot_is_written_apart_named_by_its_changes_and_never_read_by_the_table():
+    from simulations.regime_runs import DATA, data_path
+
+    path = data_path("control", 5, 4, None, {"sft_slip_spread": 0.35, "lr": 3e-5})
+    assert path == DATA / "pilot" / "control-b5-s4-t1000-lr3e-05-sft_slip_spread0.35.parquet"
+    assert data_path("control", 0) == DATA / "control-b0.parquet"
+    assert data_path("lag16-seq-is", 1, 4, 20).name == "smoke-lag16-seq-is-b1-s4-t20.parquet"
