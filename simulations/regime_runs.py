@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> None:
         changes.update({"lr": args.lr} if args.lr is not None else {})
         print(run(args.arm, args.base_seed, args.seeds, args.steps, changes=changes))
     elif args.command == "pilots":
-        print(pilots().to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+        from simulations.regime_table import pilot_table
+
+        print(pilot_table(pilots()))
     else:
         from simulations.regime_table import controls, plot, table
 

@@ -99,13 +99,13 @@ def test_lengths():
 
 
 def test_answer_lengths_and_prompt_counts_the_docs_state():
-    """docs/regime.md: 8,200 distinct prompts and answers of 7–13 tokens at T = 16 (7–28 at T = 32)."""
-    for T, lengths in ((16, (7, 13)), (32, (7, 28))):
+    """docs/regime.md: 818,200 distinct prompts and answers of 7–18 tokens at T = 21 (7–28 at T = 32)."""
+    for T, lengths in ((21, (7, 18)), (32, (7, 28))):
         env = Addition(vocab=1024, answer_len=T)
         answers = env.correct_answers(env.sample_prompts(1, 5000, torch.Generator().manual_seed(0)))
         end = eos_mask(answers, EOS).sum(-1)
         assert (int(end.min()), int(end.max())) == lengths
-    assert sum((10 if n == 1 else 9 * 10 ** (n - 1)) ** 2 for n in (1, 2)) == 8200
+    assert sum((10 if n == 1 else 9 * 10 ** (n - 1)) ** 2 for n in (1, 2, 3)) == 818_200
 
 
 def test_slipped_answers_by_hand_and_their_rate():
