@@ -28,11 +28,11 @@ DATA = Path(__file__).parent / "data" / "regime"
 
 #: the sampler's mantissa bits whose k3 KL(μ‖π) at the warm start is the published bf16 (≈ 1e-3)
 #: and fp16 (≈ 1e-5) level (Precision-RL, figures/verl_oat_fix.png), measured by ``calibrate``
-#: on base seed 0 (docs/regime.md, Calibration; the warm start with slips); the real formats have 7
-#: and 10. ``bf16-long``: the bits whose token KL at T = 16 puts T·κ where a 1,000-token bf16 answer
-#: puts it (κ = 1e-3 · 1,000/16, measured 0.056), the length knob of issue 42, item 5 — calibrated on
-#: the first round's warm start (no slips; bf16 was 4.35 bits there) and not re-run since
-BITS = {"bf16": 3.54, "fp16": 6.71, "bf16-long": 1.36}
+#: on base seed 0 (docs/regime.md, Calibration; the third round's warm start: T = 21, slip 0.5); the
+#: real formats have 7 and 10. ``bf16-long``: the bits whose token KL at T = 16 puts T·κ where a
+#: 1,000-token bf16 answer puts it (κ = 1e-3 · 1,000/16, measured 0.056), the length knob of issue 42,
+#: item 5 — calibrated on the first round's warm start (no slips; bf16 was 4.35 bits there) and not re-run since
+BITS = {"bf16": 3.65, "fp16": 7.06, "bf16-long": 1.36}
 #: the lr whose per-answer lag-10 KL at T = 16 is a long answer's at the published per-token lag-KL
 LONG_LR = 3e-4
 
