@@ -49,6 +49,20 @@ def _published(published: dict, figure: str, claim: str) -> str:
     return next((text for (f, pattern), text in published.items() if f == figure and fnmatchcase(claim, pattern)), "")
 
 
+def _stated(published: dict, c: Claim) -> str:
+    """The papers' statements a row tests: its own name's, and those of the rows folded into it."""
+    texts = (_published(published, c.figure, name) for name in (c.name, *(f[0] for f in c.also)))
+    return "; ".join(dict.fromkeys(t for t in texts if t))
+
+
+#: how a row of CLAIMS.md lists the reported rows folded into it (``claim_audit.fold``)
+FOLDED = "one row for one measurement, which also states"
+
+
+def _folds(c: Claim) -> str:
+    return f" — {FOLDED}: " + "; ".join(f"{f.statement} (`{f.name}`)" for f in claim_audit.folded(c)) if c.also else ""
+
+
 #: what CLAIMS.md says beside a FAIL whose cause nobody has stated yet (tests look for it)
 NO_CAUSE = "**cause not stated**"
 #: how a claim's detail states its own cause (the text after it, to the end)
@@ -200,10 +214,11 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
             cause = _cause(causes, figure.name, c) if c.verdict == "FAIL" else ""
-            test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "")
+            test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "") \
+                + _folds(c)
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
                               f"{_cell(test)} | **{c.verdict}** | {_cell(cause)} | "
-                              f"{_cell(_published(published, figure.name, c.name))} |")
+                              f"{_cell(_stated(published, c))} |")
     total_jobs = sum(job_time.values())
     wall = (total_jobs / max(workers, 1) + total_notebooks)
     last = (f" The invocation that wrote this file ran {last_run[0]} figure{'s' if last_run[0] != 1 else ''} in "
