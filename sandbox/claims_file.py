@@ -139,7 +139,24 @@ def _merge_headlines(new: str, previous: Previous, kept: set[str], known: Collec
         names = names & set(known) if known else names
         if row is not None and names and names <= kept:
             lines[i] = row
+        elif row is not None and known and names & kept:  # run and kept figures: each kept one's part as it was
+            cells, before = _cells(line), _parts(_cells(row)[SANDBOX_CELL], known)
+            now = _parts(cells[SANDBOX_CELL], known)
+            cells[SANDBOX_CELL] = "; ".join(before[n] if n in kept and n in before else part for n, part in now.items())
+            lines[i] = "| " + " | ".join(cells) + " |"
     return "\n".join(lines)
+
+
+#: the headline table's column of our numbers: "`figure`: …" parts, one per figure, joined by "; "
+SANDBOX_CELL = 5
+
+
+def _parts(cell: str, known: Collection[str]) -> dict[str, str]:
+    """A headline cell's part per figure (``known`` names), in order: each from "`figure`: " to the next."""
+    pattern = re.compile("`(" + "|".join(re.escape(n) for n in sorted(known, key=len, reverse=True)) + ")`: ")
+    starts = [(m.start(), m.group(1)) for m in pattern.finditer(cell)]
+    ends = [start - 2 for start, _ in starts[1:]] + [len(cell)]  # each part ends before the "; " of the next
+    return {name: cell[start:end] for (start, name), end in zip(starts, ends)}
 
 
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,

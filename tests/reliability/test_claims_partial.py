@@ -155,3 +155,11 @@ def test_a_kept_headline_row_that_names_a_claim_in_backticks_is_kept():
     merged = _merge_headlines(new, previous, {"early-warning"}, {"early-warning", "all-frictions"})
     assert "`early-warning`: 0.5 (8 seeds)" in merged and "`all-frictions`: 10 (8 seeds)" in merged
     assert "not run yet" in _merge_headlines(new, previous, {"early-warning"})  # names unknown: the claim counts
+    # a row of a figure run here and one kept: the kept figure's part as it was, the other's new
+    previous = Previous.read_text("## Published numbers beside ours\n\n" + head + "| GAC | claim | GAC | x | – | "
+                                  "`async-signatures`: a 1 (30 seeds); b 2 (30 seeds); `frictions`: c 3 (8 seeds) | – |\n")
+    new = head + ("| GAC | claim | GAC | x | – | `async-signatures`: a 1.5 (30 seeds); b 2 (30 seeds); `frictions`: not run "
+                  "yet at paper fidelity | – |")
+    merged = _merge_headlines(new, previous, {"frictions"}, {"async-signatures", "frictions"})
+    assert merged.splitlines()[-1] == ("| GAC | claim | GAC | x | – | `async-signatures`: a 1.5 (30 seeds); b 2 (30 seeds); "
+                                       "`frictions`: c 3 (8 seeds) | – |")
