@@ -99,6 +99,12 @@ save_figure(fig, "all-frictions", note=f"fidelity={fidelity}, "
 # is order-of-magnitude and grows with task complexity" is asserted as written — the ratio of steps
 # to solve, baseline over DG, its growth with H and its size at H = 10 — at this CPU budget, where a
 # baseline that never solves is censored at the budget (the GPU tier's longer runs extend it).
+#
+# A method's longest H is reported beside the paper's reading of it, except where an asserted row
+# already states that number from the same per-seed values: at paper fidelity DG's and PPO's H* are 10
+# in every seed and PMPO's 0, so "DG solves longer than PMPO" (10 − 0 in every seed) states DG's and
+# PPO's 10, and "DG solves longer than PPO" (10 − 10) PMPO's 0. One measurement is one row: those are
+# folded into it (`ClaimBook.fold`), which lists them, and the headline table still finds each by name.
 
 # %%
 paired = "sign-flip" if frame.replicate.nunique() >= 6 else "t"
@@ -159,9 +165,9 @@ for m in methods:  # the numbers P2 reports: error at H = 10 and the longest H s
                      f"{what} at H = {H_top} (median over seeds)",
                      final(frame[(frame.method == m) & (frame.H == H_top)], column, last=3).to_numpy(), worse="high",
                      statistic="median")
-    if len(Hs) > 1:
-        book.measure(f"longest-H-{m.lower()}", f"under all four frictions, the longest H ∈ {Hs} {m} solves "
-                     f"(final error ≤ {solved_at}; 0 if none; median over seeds)", longest[m], worse="low",
-                     statistic="median")
+    if len(Hs) > 1:  # one measurement, one row: a longest H that an asserted row already states is folded into it
+        book.fold(book.measure(f"longest-H-{m.lower()}", f"under all four frictions, the longest H ∈ {Hs} {m} solves "
+                               f"(final error ≤ {solved_at}; 0 if none; median over seeds)", longest[m], worse="low",
+                               statistic="median"))
 print(book.table())
 book.check()

@@ -49,6 +49,20 @@ def _published(published: dict, figure: str, claim: str) -> str:
     return next((text for (f, pattern), text in published.items() if f == figure and fnmatchcase(claim, pattern)), "")
 
 
+def _stated(published: dict, c: Claim) -> str:
+    """The papers' statements a row tests: its own name's, and those of the rows folded into it."""
+    texts = (_published(published, c.figure, name) for name in (c.name, *(f[0] for f in c.also)))
+    return "; ".join(dict.fromkeys(t for t in texts if t))
+
+
+#: how a row of CLAIMS.md lists the reported rows folded into it (``claim_audit.fold``)
+FOLDED = "one row for one measurement, which also states"
+
+
+def _folds(c: Claim) -> str:
+    return f" — {FOLDED}: " + "; ".join(f"{f.statement} (`{f.name}`)" for f in claim_audit.folded(c)) if c.also else ""
+
+
 #: what CLAIMS.md says beside a FAIL whose cause nobody has stated yet (tests look for it)
 NO_CAUSE = "**cause not stated**"
 #: how a claim's detail states its own cause (the text after it, to the end)
@@ -110,9 +124,10 @@ def _data_seconds(data: Path | None) -> dict[str, float] | None:
         return None
 
 
-def _merge_headlines(new: str, previous: Previous, kept: set[str]) -> str:
+def _merge_headlines(new: str, previous: Previous, kept: set[str], known: Collection[str] = ()) -> str:
     """The new headline table, each row that names only kept figures (not run here) taken from the
-    previous file instead."""
+    previous file instead; of the names a row sets in backticks only those of ``known`` figures
+    count (when given): a claim's name, as `stale-ess-drops`, is no figure run here."""
     if not (new and previous.headline_rows and kept):
         return new
     old = {tuple(_cells(row)[:3]): (row, names) for row, names in previous.headline_rows}
@@ -121,9 +136,27 @@ def _merge_headlines(new: str, previous: Previous, kept: set[str]) -> str:
         if not line.startswith("|") or i < 2:
             continue
         row, names = old.get(tuple(_cells(line)[:3]), (None, set()))
+        names = names & set(known) if known else names
         if row is not None and names and names <= kept:
             lines[i] = row
+        elif row is not None and known and names & kept:  # run and kept figures: each kept one's part as it was
+            cells, before = _cells(line), _parts(_cells(row)[SANDBOX_CELL], known)
+            now = _parts(cells[SANDBOX_CELL], known)
+            cells[SANDBOX_CELL] = "; ".join(before[n] if n in kept and n in before else part for n, part in now.items())
+            lines[i] = "| " + " | ".join(cells) + " |"
     return "\n".join(lines)
+
+
+#: the headline table's column of our numbers: "`figure`: …" parts, one per figure, joined by "; "
+SANDBOX_CELL = 5
+
+
+def _parts(cell: str, known: Collection[str]) -> dict[str, str]:
+    """A headline cell's part per figure (``known`` names), in order: each from "`figure`: " to the next."""
+    pattern = re.compile("`(" + "|".join(re.escape(n) for n in sorted(known, key=len, reverse=True)) + ")`: ")
+    starts = [(m.start(), m.group(1)) for m in pattern.finditer(cell)]
+    ends = [start - 2 for start, _ in starts[1:]] + [len(cell)]  # each part ends before the "; " of the next
+    return {name: cell[start:end] for (start, name), end in zip(starts, ends)}
 
 
 def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: dict | None = None,
@@ -200,10 +233,11 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             verdicts[(c.kind, c.verdict)] += 1
             seeds = f"{c.n}" + (f" ({c.diverged} diverged)" if c.diverged else "") if c.n else ""
             cause = _cause(causes, figure.name, c) if c.verdict == "FAIL" else ""
-            test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "")
+            test = c.detail + (f" — choice: {c.choice}" if c.choice else "") + (f" — {c.checks}" if c.checks else "") \
+                + _folds(c)
             claim_rows.append(f"| `{figure.name}` | {_cell(c.statement)} | {c.kind} | {_cell(c.interval)} | {seeds} | "
                               f"{_cell(test)} | **{c.verdict}** | {_cell(cause)} | "
-                              f"{_cell(_published(published, figure.name, c.name))} |")
+                              f"{_cell(_stated(published, c))} |")
     total_jobs = sum(job_time.values())
     wall = (total_jobs / max(workers, 1) + total_notebooks)
     last = (f" The invocation that wrote this file ran {last_run[0]} figure{'s' if last_run[0] != 1 else ''} in "
@@ -221,7 +255,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             f"Compute: {_hours(total_jobs)} of job time + {_hours(total_notebooks)} of notebooks; "
             f"at {workers} worker{'s' if workers != 1 else ''} that is about {_hours(wall)} of wall time "
             f"(a job shared by two figures counts once here, in each figure's row below).{last}", "",
-            *(["## Published numbers beside ours", "", _merge_headlines(headlines, previous, kept), ""]
+            *(["## Published numbers beside ours", "", _merge_headlines(headlines, previous, kept, {f.name for f in figures}), ""]
               if headlines else []),
             "## Figures", "",
             "Each figure's budget is in its row, against the paper's where the text available offline states it. "

@@ -228,7 +228,8 @@ def _prepare(figure, jobs, store, registry, results_dir, figures_dir, fidelity, 
                     "note": figure_note(claims_path), "commit": git_commit(),
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "claims_failed": err is not None})
                 if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
-                    figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet")
+                    figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet",
+                                       getattr(figure, "data_spec", None))
 
             fig.complete = complete
     except Exception as err:  # report and go on to the next figure

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sandbox.analysis.figure_data import DataSpec
 from sandbox.analysis.stability import carried_to_budget
 from sandbox.core.plugins import entry_points_of
 from sandbox.core.validation import check_choice
@@ -49,6 +50,7 @@ class Figure:
     jobs: Callable[[str], list[Job]] | None
     notebook: str  # path relative to the repository root
     plan: Callable[[str], Plan] | None = None
+    data_spec: DataSpec | None = None  # what its committed data file keeps of each job's result (None: all of it)
 
     def __post_init__(self) -> None:
         if (self.jobs is None) == (self.plan is None):

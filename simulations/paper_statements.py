@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sandbox.analysis import claim_audit
 from sandbox.analysis.claims import load_claims
 
 DATA = Path(__file__).resolve().parent / "data" / "published.csv"
@@ -291,7 +292,8 @@ def headline_markdown(results_dir: str | Path, fidelity: str) -> str:
         named = entry["kind"] == "text"  # a qualitative statement: say which of our claims tests it
         ours, whys, readings = [], [], []
         for figure, pattern, _, reading, why in (h for h in HEADLINES if h[2] == row):
-            found = [c for c in settled.get(figure, []) if pattern and c.kind == "evidence" and fnmatchcase(c.name, pattern)]
+            every = [r for c in settled.get(figure, []) for r in (c, *claim_audit.folded(c))]  # a folded row by its name
+            found = [c for c in every if pattern and c.kind == "evidence" and fnmatchcase(c.name, pattern)]
             text = "; ".join((f"{c.name} " if named else "") + _ours(c) for c in found)
             ours.append(f"`{figure}`: " + (text or ("not tested" if not pattern else f"not run yet at {fidelity} fidelity")))
             whys += [why] if why else []

@@ -22,6 +22,8 @@ pass, whatever its label, and ``settle``, which gives each row the class those r
   choices a figure registry declares, each of which must appear as an asserted confirmation row.
 * **Identities**: ``identities`` lists, per figure, the claims an identity or a theorem implies
   (claim-name patterns); such a row must be a sanity check, never evidence.
+* **Folds** (``fold``): a reported row folded into another — one measurement, one row — must be one
+  measurement with it (``same_measurement``) and print the same number.
 * **Reported rows**: a reported row that tests a paper's statement (``published``) and whose
   interval decides it — supports or contradicts — is asserted, unless its measurement is counted by
   an asserted row, its choice was made on its data, or its arms never moved.
@@ -260,6 +262,42 @@ def published_violations(claims: Iterable[Claim], published: Mapping[tuple[str, 
 contradiction_violations = published_violations
 
 
+def folded(c: Claim) -> list[Claim]:
+    """The reported rows folded into ``c`` (``fold``), as the rows they were."""
+    return [Claim(c.figure, name, statement, estimate, low, high, None, f"folded into {c.name}: one measurement, "
+                  "one row", c.kind, len(values), test="measure", values=tuple(values))
+            for name, statement, estimate, low, high, values in c.also]
+
+
+def fold(claims: list[Claim], claim: Claim) -> tuple[list[Claim], Claim]:
+    """One measurement, one row: ``claims`` with the reported row ``claim`` folded into the asserted evidence
+    row of its figure that counts its measurement (``same_measurement``) and prints the same number —
+    that row lists ``claim`` in ``also`` (name, statement, number, per-seed values: the published column
+    and the headline table find it there) and ``claim`` is no longer a row —, and the row that states it
+    now. Without such a row ``claim`` stays a row of its own."""
+    if claim.kind != "evidence" or claim.passed is not None:
+        raise ValueError(f"claim must be a reported evidence row to be folded into another, got {claim.name!r} "
+                         f"({claim.kind}, {claim.verdict})")
+    if not any(c is claim for c in claims):
+        raise ValueError(f"claim {claim.name!r} is not a row of these claims")
+    host = next((c for c in asserted_evidence(claims) if c.figure == claim.figure and c.interval == claim.interval
+                 and same_measurement(c, claim)), None)
+    if host is None:
+        return claims, claim
+    row = dataclasses.replace(host, also=host.also + ((claim.name, claim.statement, claim.estimate, claim.low,
+                                                       claim.high, claim.values),))
+    return [row if c is host else c for c in claims if c is not claim], row
+
+
+def fold_violations(claims: Iterable[Claim]) -> list[str]:
+    """Rows folded into a row (``fold``) that are not one measurement with it, or print another number."""
+    return [f"{c.figure}/{f.name} is folded into {c.figure}/{c.name} but is "
+            + ("not one measurement with it" if not same_measurement(c, f) else
+               f"another number ({f.interval}, not {c.interval})") + ": a row of its own"
+            for c in claims for f in folded(c)
+            if c.kind != "evidence" or not same_measurement(c, f) or f.interval != c.interval]
+
+
 def audit(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None = None,
           identities: Mapping[str, Iterable[str]] | None = None,
           published: Mapping[tuple[str, str], str] | None = None, starts: Starts | None = None) -> list[str]:
@@ -268,7 +306,7 @@ def audit(claims: Iterable[Claim], posthoc: Mapping[tuple[str, str], str] | None
     return (identity_violations(claims, identities) + hidden_fail_violations(claims)
             + discrimination_violations(claims) + movement_violations(claims, starts) + sanity_violations(claims)
             + confirmation_violations(claims, posthoc, starts) + identity_label_violations(claims, identities)
-            + published_violations(claims, published, starts))
+            + published_violations(claims, published, starts) + fold_violations(claims))
 
 
 def _demote(c: Claim, why: str) -> Claim:
@@ -320,6 +358,7 @@ def merged(claims: list[Claim]) -> list[Claim]:
 
 __all__ = ["BAND_TESTS", "DISCRIMINATION_CHECKS", "IDENTITY_CORR", "IDENTITY_MIN_N", "IDENTITY_RTOL",
            "asserted_evidence", "audit", "confirmation_violations", "contradiction_violations",
-           "discrimination_violations", "hidden_fail_violations", "identity_label_violations", "identity_violations",
+           "discrimination_violations", "fold", "fold_violations", "folded", "hidden_fail_violations",
+           "identity_label_violations", "identity_violations",
            "merged", "movement_violations", "published_violations", "same_measurement", "same_vectors", "sanity_violations", "segments",
            "settle", "undiscriminating", "unmoved", "unverifiable", "would_pass"]

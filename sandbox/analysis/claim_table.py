@@ -40,6 +40,7 @@ class Claim:
     arms: tuple = ()  # a difference's per-seed arms (a, b) before subtraction: whether each moved from its start
     band: tuple = ()  # an equivalence's band (low, high): the interval of a − b (or a / b) it must lie inside
     gap: tuple = ()  # (estimate, low, high) of the same test against the other method: the gap the band must undercut
+    also: tuple = ()  # reported rows folded into this one (``claim_audit.fold``): (name, statement, estimate, low, high, values)
 
     @property
     def agreement(self) -> str:
@@ -54,9 +55,7 @@ class Claim:
 
     @property
     def interval(self) -> str:
-        if self.estimate == self.low == self.high:  # exact: a point, no interval
-            return f"{self.estimate:.4g}"
-        return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}]"
+        return interval_text(self.estimate, self.low, self.high)
 
     @property
     def verdict(self) -> str:
@@ -65,6 +64,13 @@ class Claim:
         if not self.passed:
             return "FAIL"
         return "CHECK" if self.kind == "sanity" else "PASS"
+
+
+def interval_text(estimate: float, low: float, high: float) -> str:
+    """How a row prints its number: ``estimate [low, high]`` to 4 significant digits, a point alone."""
+    if estimate == low == high:  # exact: a point, no interval
+        return f"{estimate:.4g}"
+    return f"{estimate:.4g} [{low:.4g}, {high:.4g}]"
 
 
 def vector(values) -> tuple:
@@ -90,8 +96,10 @@ class Choice:
 def from_dict(entry: dict) -> Claim:
     """A ``Claim`` from its JSON form (lists back to tuples; fields older files lack take their defaults)."""
     arms = tuple(tuple(arm) for arm in entry.get("arms", ()))
+    also = tuple((name, statement, estimate, low, high, tuple(values))
+                 for name, statement, estimate, low, high, values in entry.get("also", ()))
     return Claim(**{**entry, "values": tuple(entry.get("values", ())), "arms": arms,
-                    "band": tuple(entry.get("band", ())), "gap": tuple(entry.get("gap", ()))})
+                    "band": tuple(entry.get("band", ())), "gap": tuple(entry.get("gap", ())), "also": also})
 
 
 def read_claims(path: str | os.PathLike) -> tuple[list[Claim], str, str]:

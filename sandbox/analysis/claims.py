@@ -36,7 +36,7 @@ import numpy as np
 from sandbox.analysis import claim_audit
 from sandbox.analysis.claim_table import KINDS, Choice, Claim, format_claims, load_claims  # noqa: F401 (re-exported)
 from sandbox.analysis.claim_table import vector as _vector
-from sandbox.analysis.diverged import WORSE, score_diverged  # noqa: F401 (re-exported)
+from sandbox.analysis.diverged import WORSE, diverged_note, score_diverged  # noqa: F401 (re-exported)
 from sandbox.analysis.diverged import per_seed as _seeds
 from sandbox.analysis.exact_tests import equivalence_interval, sign_flip_interval
 from sandbox.analysis.stats import Interval, _confidence, difference_interval, interval
@@ -90,6 +90,14 @@ class ClaimBook:
         return dataclasses.replace(claim, passed=None, detail=f"reported, not counted again: one measurement with "
                                    f"{counted.name} ({why}): {claim.detail}")
 
+    def fold(self, claim: Claim) -> Claim:
+        """One measurement, one row (``claim_audit.fold``): the reported ``claim`` folded into the asserted row
+        that counts its measurement and prints its number, which it returns (``claim`` itself when none does)."""
+        self.claims, row = claim_audit.fold(self.claims, claim)
+        if self.path is not None:
+            write_record(self.path, [dataclasses.asdict(c) for c in self.claims])
+        return row
+
     def _pop(self, claim: Claim) -> None:
         """Remove ``claim`` (or the row of its name, when ``record`` has since reported it as a twin)."""
         i = next((i for i, c in enumerate(self.claims) if c is claim), None)
@@ -132,15 +140,6 @@ class ClaimBook:
         self._pop(claim)
         return self.record(dataclasses.replace(claim, **changes))
 
-    @staticmethod
-    def _diverged_note(samples: dict[str, np.ndarray], worse: str | None) -> str:
-        counts = {k: int(np.isnan(v).sum()) for k, v in samples.items()}
-        if not sum(counts.values()):
-            return ""
-        rule = f"scored as the {'highest' if worse == 'high' else 'lowest'} value" if worse else "counted against the claim"
-        where = ", ".join(f"{n} of {samples[k].size} in {k}" for k, n in counts.items() if n)
-        return f"; diverged (NaN): {where}, {rule}"
-
     def less(self, name: str, statement: str, a, b, paired: bool = True, statistic: str = "mean",
              margin: float = 0.0, kind: str = "evidence", worse: str | None = None, test: str = "t") -> Claim:
         """statistic(a) < statistic(b) − margin: passes when the CI of the (paired) difference a − b
@@ -182,7 +181,7 @@ class ClaimBook:
         if test == "sign-flip" and (not paired or statistic != "mean"):
             raise ValueError("test='sign-flip' compares paired seeds by their mean difference: use paired=True, "
                              "statistic='mean'")
-        note = self._diverged_note({"a": a, "b": b}, worse)
+        note = diverged_note({"a": a, "b": b}, worse)
         (a, b), count = score_diverged([a, b], ["high", "low"] if sign < 0 else ["low", "high"], worse)
         detail = (f"{'paired ' if paired else ''}{statistic} difference a − b over {a.size} seeds, "
                   f"CI {'below' if sign < 0 else 'above'} {(-margin if sign < 0 else margin) or 0.0:g}")
@@ -234,7 +233,7 @@ class ClaimBook:
         check_choice("test", test, TESTS)
         values = _seeds("values", values)
         check_range("threshold", float(threshold))
-        note = self._diverged_note({"values": values}, worse)
+        note = diverged_note({"values": values}, worse)
         (values,), count = score_diverged([values], ["high" if sign < 0 else "low"], worse, (float(threshold),))
         self._one_row(name, kind, ("threshold", sign, test, statistic, float(threshold), values))
         if test == "t" and statistic == "mean" and values.size > 1 and np.ptp(values) == 0:
@@ -275,7 +274,7 @@ class ClaimBook:
         if test == "sign-flip" and (not paired or log):
             raise ValueError("test='sign-flip' compares paired seeds on the raw scale: use paired=True, log=False")
         a, b = _seeds("a", a), _seeds("b", b)
-        note = self._diverged_note({"a": a, "b": b}, worse)
+        note = diverged_note({"a": a, "b": b}, worse)
         # a diverged seed scores the worst value, which can only widen the interval: against equivalence
         (a, b), count = score_diverged([a, b], ["high", "low"], worse)
         self._one_row(name, "evidence", ("equivalent", float(band), paired, log, a, b))

@@ -32,4 +32,14 @@ def score_diverged(samples: list[np.ndarray], against: list[str], worse: str | N
     return [np.where(np.isnan(s), value[worse or side], s) for s, side in zip(samples, against)], count
 
 
-__all__ = ["WORSE", "per_seed", "score_diverged"]
+def diverged_note(samples: dict[str, np.ndarray], worse: str | None) -> str:
+    """What a claim's detail says of its diverged (NaN) seeds: how many in each sample, and how they count."""
+    counts = {k: int(np.isnan(v).sum()) for k, v in samples.items()}
+    if not sum(counts.values()):
+        return ""
+    rule = f"scored as the {'highest' if worse == 'high' else 'lowest'} value" if worse else "counted against the claim"
+    where = ", ".join(f"{n} of {samples[k].size} in {k}" for k, n in counts.items() if n)
+    return f"; diverged (NaN): {where}, {rule}"
+
+
+__all__ = ["WORSE", "diverged_note", "per_seed", "score_diverged"]

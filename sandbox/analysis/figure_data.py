@@ -9,7 +9,11 @@ with, the code that made it (fingerprints included) and its checksum — the sto
 (``sandbox.jobs.store.frame_digest``) — zlib-compressed (the code stamps repeat from job to job,
 and parquet keeps the schema metadata twice, uncompressed).
 
-``restore`` writes each job back into a ``ResultsStore`` exactly as it was stored — the same frame,
+A figure may keep less of each job's result (``DataSpec``: the columns its notebook reads, some in single
+precision); the file then holds that, its checksum is that frame's, and a rerun's export keeps the
+same.
+
+``restore`` writes each job back into a ``ResultsStore`` exactly as it was exported — the same frame,
 metadata and code stamp — after checking it against its checksum: a job whose row group cannot be
 read (a failed decompression, a page checksum: every job of that group) or whose values differ from
 what was exported (a flipped byte that decodes silently) is *damaged*: named in one warning (file
@@ -51,6 +55,32 @@ def _index(metadata: dict[bytes, bytes] | None) -> dict:
     if _KEY in metadata:
         return json.loads(zlib.decompress(base64.b64decode(metadata[_KEY])))
     return json.loads(metadata[_PLAIN_KEY])
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What a figure's data file keeps of each job's result (``export``): ``columns``, those its notebook
+    and the loading read (ids, step, seed, divergence, budget: ``simulations.results``) — every column
+    when empty — and of them ``float32``, measurements stored in single precision (relative rounding
+    ≤ 6e-8, far below the 4 significant digits a claim prints: declared only where the figure's claim
+    rows come out the same). A restored result holds these alone: a figure that comes to read another
+    column runs its jobs again (``sandbox reproduce NAME --recompute``)."""
+
+    columns: tuple[str, ...] = ()
+    float32: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        stray = [c for c in self.float32 if self.columns and c not in self.columns]
+        if stray:
+            raise ValueError(f"float32 must name kept columns, got {stray}: not in columns")
+
+    def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with the kept columns alone, in its order, the ``float32`` ones in single precision."""
+        frame = frame[[c for c in frame.columns if c in self.columns]] if self.columns else frame
+        wrong = [c for c in self.float32 if c in frame.columns and not pd.api.types.is_float_dtype(frame[c])]
+        if wrong:
+            raise ValueError(f"float32 must name floating-point columns, got {wrong} ({frame[wrong].dtypes.to_dict()})")
+        return frame.astype({c: "float32" for c in self.float32 if c in frame.columns})
 
 
 def job_checksum(frame: pd.DataFrame, metadata: dict, code: dict) -> str:
@@ -123,10 +153,16 @@ def _write_groups(table: pa.Table, sizes: dict[int, int], tmp: Path, options: di
     return tmp
 
 
-def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike) -> Path:
-    """Write the stored results of ``jobs`` (all must be stored) to ``path`` as one parquet file."""
-    return write([(job.id, store.read(job.id), store.metadata(job.id), store.code(job.id))
-                  for job in unique_jobs(jobs)], path)
+def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike, spec: DataSpec | None = None) -> Path:
+    """Write the stored results of ``jobs`` (all must be stored) to ``path`` as one parquet file, of
+    each what ``spec`` keeps (every column, as stored, by default)."""
+    spec = spec or DataSpec()
+    entries = [(job.id, spec.apply(store.read(job.id)), store.metadata(job.id), store.code(job.id))
+               for job in unique_jobs(jobs)]
+    absent = [c for c in spec.columns if not any(c in frame.columns for _, frame, _, _ in entries)]
+    if entries and absent:
+        raise ValueError(f"spec.columns names columns that no job of {Path(path).name} holds: {absent}")
+    return write(entries, path)
 
 
 def jobs_in(path: str | os.PathLike) -> set[str]:
@@ -279,5 +315,5 @@ def convert(path: str | os.PathLike, rerun: bool = True) -> dict[str, list[str]]
     return report
 
 
-__all__ = ["Restored", "convert", "export", "job_checksum", "job_seconds_in", "jobs_in", "read_jobs", "restore",
+__all__ = ["DataSpec", "Restored", "convert", "export", "job_checksum", "job_seconds_in", "jobs_in", "read_jobs", "restore",
            "restore_figures", "restore_jobs", "write"]

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 
 import numpy as np
+import pytest
 
 from sandbox.analysis import claim_audit
 from sandbox.analysis.claim_identity import same_vectors
@@ -163,3 +164,34 @@ def test_settle_does_not_depend_on_the_order_of_the_rows():
     assert once == (("chance", "INFO"), ("decides", "PASS"), ("moved", "PASS"))
     settled = claim_audit.settle(book.claims, published, starts)
     assert claim_audit.settle(settled, published, starts) == settled  # idempotent
+
+
+def test_a_reported_row_that_an_asserted_row_already_states_is_folded_into_it(tmp_path):
+    # all-frictions at paper fidelity: DG's and PPO's longest H are 10 in every seed and PMPO's 0, so
+    # "DG solves longer than PMPO" (10 − 0) already states DG's and PPO's 10: one measurement, one row
+    from sandbox.analysis.claims import load_claims
+
+    book = ClaimBook("all-frictions", tmp_path / "claims.json")
+    longer = book.greater("longer", "DG solves longer than PMPO", np.full(8, 10.0), np.zeros(8), test="sign-flip")
+    row = book.fold(book.measure("h-dg", "DG's longest H", np.full(8, 10.0), worse="low", statistic="median"))
+    row = book.fold(book.measure("h-ppo", "PPO's longest H", np.full(8, 10.0), worse="low", statistic="median"))
+    assert [c.name for c in book.claims] == ["longer"] and row.passed and row.interval == longer.interval == "10"
+    assert [f.name for f in claim_audit.folded(row)] == ["h-dg", "h-ppo"]
+    assert [f.interval for f in claim_audit.folded(row)] == ["10", "10"]
+    assert load_claims(tmp_path / "claims.json") == book.claims  # the folds survive the file
+    assert claim_audit.audit(book.claims) == [] and claim_audit.settle(book.claims) == book.claims
+    # another number stays a row of its own, as does one measurement printed as another number
+    pmpo = book.fold(book.measure("h-pmpo", "PMPO's longest H", np.zeros(8), worse="low", statistic="median"))
+    rng = np.random.default_rng(8)
+    h = np.round(rng.uniform(4, 10, 8))
+    book.greater("longer-than-none", "PG solves longer than a method that solves none", h, np.zeros(8), test="sign-flip")
+    median = book.fold(book.measure("h-pg", "PG's longest H", h, worse="low", statistic="median"))
+    assert pmpo.name == "h-pmpo" and median.name == "h-pg"
+    assert [c.name for c in book.claims] == ["longer", "h-pmpo", "longer-than-none", "h-pg"]
+    with pytest.raises(ValueError, match="reported evidence row"):
+        book.fold(book.claims[0])
+    # the audit refuses a fold of another measurement, or of another number
+    other = dataclasses.replace(row, also=(("h-x", "x", 0.0, 0.0, 0.0, (0.0,) * 8),))
+    assert "not one measurement" in claim_audit.fold_violations([other])[0]
+    shifted = dataclasses.replace(row, also=(("h-x", "x", 10.0, 9.0, 10.0, (10.0,) * 8),))
+    assert "another number" in claim_audit.fold_violations([shifted])[0]

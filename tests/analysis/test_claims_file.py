@@ -94,3 +94,23 @@ def test_a_fail_says_why_and_a_figure_links_its_data(tmp_path):
     rows = {line.split("|")[2].strip(): line for line in text.splitlines() if line.startswith("| `fig-a` |")}
     assert "| no seed collapsed at this scale |" in rows["A collapses, B does not"]
     assert NO_CAUSE in rows["DG below PMPO"]
+
+
+def test_a_folded_row_keeps_its_paper_statements_in_claims_md_and_the_headline_table(tmp_path):
+    from simulations.paper_statements import headline_markdown
+
+    results = tmp_path / "results"
+    book = ClaimBook("all-frictions", results / "claims" / "all-frictions.paper.json")
+    book.greater("dg-longer-than-pmpo", "DG solves longer than PMPO", np.full(8, 10.0), np.zeros(8), test="sign-flip")
+    book.fold(book.measure("longest-H-dg", "the longest H DG solves", np.full(8, 10.0), worse="low", statistic="median"))
+    assert [c.name for c in book.claims] == ["dg-longer-than-pmpo"]
+    (results / "notebooks").mkdir(parents=True)
+    (results / "notebooks" / "all-frictions.paper.json").write_text(json.dumps({"note": "n", "jobs": 1, "job_seconds": {}}))
+    text = claims_markdown([SimpleNamespace(name="all-frictions")], "paper", results,
+                           published={("all-frictions", "dg-*"): "P2: longer", ("all-frictions", "longest-H-*"): "P2: H*"})
+    (row,) = [line for line in text.splitlines() if line.startswith("| `all-frictions` | DG solves")]
+    assert "one row for one measurement, which also states: the longest H DG solves (`longest-H-dg`)" in row
+    assert row.endswith("| P2: longer; P2: H* |") and "**PASS**" in row
+    dg = [line for line in headline_markdown(results, "paper").splitlines() if "| longest prompt length" in line
+          and "| DG |" in line]
+    assert len(dg) == 1 and "`all-frictions`: 10 (8 seeds) |" in dg[0]  # found by its name, without the PASS

@@ -139,3 +139,27 @@ def test_a_failed_figure_without_earlier_rows_names_its_failure():
 
     text = claims_markdown([SimpleNamespace(name="gamma")], "paper", "/nonexistent", failed={"gamma": "KeyError: 'x'"})
     assert f"| `gamma` | {LAST_GOOD}KeyError: 'x') no earlier rows |" in text
+
+
+def test_a_kept_headline_row_that_names_a_claim_in_backticks_is_kept():
+    # the VCPO row names async-signatures and early-warning, and the claim `stale-ess-drops`: a
+    # reproduce of all-frictions alone keeps it, not "not run yet" for both figures
+    from sandbox.claims_file import _merge_headlines
+
+    head = "| paper | quantity | method | published | reading | sandbox | why |\n|---|---|---|---|---|---|---|\n"
+    previous = Previous.read_text("## Published numbers beside ours\n\n" + head
+                                  + "| VCPO | claim | PG | x | – | `early-warning`: 0.5 (8 seeds) | not `stale-ess-drops` |\n"
+                                  + "| P2 | H* | DG | x | – | `all-frictions`: 9 (8 seeds) | – |\n")
+    new = (head + "| VCPO | claim | PG | x | – | `early-warning`: not run yet at paper fidelity | not `stale-ess-drops` |\n"
+           + "| P2 | H* | DG | x | – | `all-frictions`: 10 (8 seeds) | – |")
+    merged = _merge_headlines(new, previous, {"early-warning"}, {"early-warning", "all-frictions"})
+    assert "`early-warning`: 0.5 (8 seeds)" in merged and "`all-frictions`: 10 (8 seeds)" in merged
+    assert "not run yet" in _merge_headlines(new, previous, {"early-warning"})  # names unknown: the claim counts
+    # a row of a figure run here and one kept: the kept figure's part as it was, the other's new
+    previous = Previous.read_text("## Published numbers beside ours\n\n" + head + "| GAC | claim | GAC | x | – | "
+                                  "`async-signatures`: a 1 (30 seeds); b 2 (30 seeds); `frictions`: c 3 (8 seeds) | – |\n")
+    new = head + ("| GAC | claim | GAC | x | – | `async-signatures`: a 1.5 (30 seeds); b 2 (30 seeds); `frictions`: not run "
+                  "yet at paper fidelity | – |")
+    merged = _merge_headlines(new, previous, {"frictions"}, {"async-signatures", "frictions"})
+    assert merged.splitlines()[-1] == ("| GAC | claim | GAC | x | – | `async-signatures`: a 1.5 (30 seeds); b 2 (30 seeds); "
+                                       "`frictions`: c 3 (8 seeds) | – |")
