@@ -41,18 +41,22 @@ IDENTITY = {"run_id", "label", "step", "member", "seed", "replicate", "wall_time
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(RunConfig)}
 
 
-def plant_diverged_seed(store: ResultsStore, jobs) -> int:
+def plant_diverged_seed(store: ResultsStore, jobs) -> list[str]:
     """In every training job's result, make the first seed (the smallest seed, member 0) diverge
     after its first logged step, as the loop logs a diverged member: its metrics NaN, ``diverged``
     True — and stop there, as a job whose every member diverged stops early (the shape of a
     paper-tier per-seed job): its rows after that step are removed. Per-seed jobs get one diverged
-    seed per configuration, batched ones one member each. Returns how many jobs were changed."""
+    seed per configuration, batched ones one member each. The planted result keeps the code stamp
+    of the result it replaces (its components' fingerprints): stamped with this process's
+    ``job_code()`` instead, it was judged by the bytes of every module imported here, and an edit to
+    any of them before the notebook read it (a commit during the suite) had it recomputed — the
+    planted seed gone. Returns the ids of the jobs changed."""
     frames = {j.id: store.read(j.id) for j in jobs}
     training = {k: f for k, f in frames.items() if {"member", "diverged", "step"} <= set(f.columns)}
     if not training:
-        return 0
+        return []
     first_seed = min(int(f["seed"].min()) for f in training.values())
-    changed = 0
+    changed = []
     for job_id, frame in training.items():
         meta = set(next(j for j in jobs if j.id == job_id).params.get("meta", {}))
         rows = (frame["seed"] == first_seed) & (frame["member"] == 0) & (frame["step"] > frame["step"].min())
@@ -64,8 +68,8 @@ def plant_diverged_seed(store: ResultsStore, jobs) -> int:
         frame.loc[rows, "diverged"] = True
         stop = np.sort(frame.loc[rows, "step"].unique())[0]  # the step it diverged at: nothing logged after it
         frame = frame[~(rows & (frame["step"] > stop))].reset_index(drop=True)
-        store.write(job_id, frame, store.metadata(job_id))
-        changed += 1
+        store.write(job_id, frame, store.metadata(job_id), store.code(job_id))
+        changed.append(job_id)
     return changed
 
 
@@ -109,9 +113,12 @@ def test_figure_reproduces_and_its_claims_pass_and_count_a_diverged_seed(name, t
     shared, own = ResultsStore(shared_results), ResultsStore(tmp_path / "results")
     for job_id in {j.id for j in jobs}:
         shutil.copy2(shared.path(job_id), own.path(job_id))
-    if not plant_diverged_seed(own, jobs):
+    changed = plant_diverged_seed(own, jobs)
+    if not changed:
         return  # no training run behind this figure (closed forms, exact moments)
     (planted,) = reproduce([name], figures_dir=tmp_path / "planted", results_dir=own.root, rerun=True, **run)
+    recomputed = [j for j in changed if not own.read(j)["diverged"].any()]
+    assert not recomputed, f"the planted results of {recomputed} were recomputed, not read: no seed diverged"
     assert planted.claims, f"with a diverged seed the notebook crashed: {planted.error}"
     assert planted.error is None or any(c.passed is False for c in planted.claims), planted.error
     seeds = {c.name: c.n for c in outcome.claims}

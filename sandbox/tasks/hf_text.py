@@ -13,6 +13,7 @@ the learner scores, evaluation and the actor sample softmax(z/τ).
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -26,8 +27,14 @@ from sandbox.envs.text_environment import TextEnvironment
 from sandbox.frictions.base import FrictionStack
 from sandbox.kernels import BACKENDS
 from sandbox.policies.hf import ARCHS, DTYPES, LOGPROB_METHODS, load_causal_lm, tiny_causal_lm
+from sandbox.policies.hf.model import lm_sizes, tiny_config
 from sandbox.policies.hf.policy import HFPolicy, last_layers
-from sandbox.policies.hf.pretrained import PRETRAINED, checkpoint_dir, require_pretrained
+from sandbox.policies.hf.pretrained import (
+    PRETRAINED,
+    checkpoint_dir,
+    models_dir,
+    require_pretrained,
+)
 from sandbox.policies.hf.tokenizer import CheckpointTokenizer
 from sandbox.tasks.base import Task, register_task
 from sandbox.tasks.compose import choose_objective, choose_policy
@@ -145,6 +152,52 @@ class HFTextTask(Task):
     @property
     def batch_size(self) -> int:
         return self.prompts_per_step * self.samples_per_prompt
+
+    def sizes(self) -> tuple[int, int, int, int, int] | None:
+        """The causal LM's parameters and trained parameters, and the matrix weights a token's
+        forward pass multiplies, its backward pass multiplies (activation gradients) and gets a
+        gradient for — from its config alone (``lm_sizes``): the tiny config's, or a checkpoint's
+        ``config.json`` (a pretrained model's once converted); None where it cannot say (another
+        policy family, a pretrained model not converted yet). With ``train_layers`` k the backward
+        pass runs through the head and the last k layers, and only those layers' weights train."""
+        if not isinstance(self.policy, HFPolicy):
+            return None
+        if self.model is not None or self.path is not None:
+            file = (models_dir() / self.model if self.model is not None else Path(self.path)) / "config.json"
+            try:
+                config = json.loads(file.read_text())
+                params, layer, head = lm_sizes(config)
+            except (OSError, ValueError):
+                return None
+        else:
+            config = tiny_config(self.tok.vocab_size, self.hidden, self.layers, self.heads, self.arch,
+                                 self.tie_embeddings)
+            params, layer, head = lm_sizes(config)
+        n, hidden = int(config["num_hidden_layers"]), int(config["hidden_size"])
+        forward = n * layer + head
+        if not self.train_layers:
+            return params, params, forward, forward, forward
+        k = min(self.train_layers, n)
+        per_layer = (params - head * (1 if config.get("tie_word_embeddings") else 2) - hidden) // n
+        return params, k * per_layer + hidden, forward, k * layer + head, k * layer
+
+    def memory(self) -> tuple[int, int]:
+        """The trained parameters in the learner's dtype (a lower bound: the frozen rest of the
+        model and a step's activations are left out); (0, 0) where ``sizes`` cannot say."""
+        sizes = self.sizes()
+        return (sizes[1] * getattr(torch, self.dtype).itemsize, 0) if sizes else (0, 0)
+
+    def work(self) -> float:
+        """A lower bound of a step's FLOPs: per token 2 per weight of the forward pass, 2 per weight
+        the backward pass multiplies and 2 per trained one (6 per weight when all train, the
+        transformer rule) — over the batch's rows, each at least one prompt token (the actor's
+        prefill: a forward pass) and one completion token (it may be EOS alone; the learner's pass
+        teacher-forces both). Attention scores and evaluation left out; 0 where ``sizes`` cannot say."""
+        sizes = self.sizes()
+        if sizes is None:
+            return 0.0
+        _, _, forward, backward, trained = sizes
+        return float(self.batch_size * (2 * forward + 2 * (2 * forward + 2 * backward + 2 * trained)))
 
     # ------------------------------------------------------------------ model
     def build_model(self, generator: torch.Generator) -> nn.Module:

@@ -2,7 +2,8 @@
 outcome before any work, or its correct result: R6 (an empty ``$SANDBOX_RESULTS``), R7 (unbounded
 integers, log points, an infinite delay), R8 (seeds, a config's group size), R9 (a lock stamped a
 day ahead, a Ray that does not start), R10 (a 200,000-deep ``--config``, a plugin that fails only in
-the workers, ``sandbox run``'s contract check), item 5 (a run's time). R1 is in test_identity.py,
+the workers — for two jobs and for twelve —, ``sandbox run``'s contract check), item 5 (a run's
+time; ``regime`` and ``hf_text`` in test_run_estimates.py). R1 is in test_identity.py,
 R2 in test_identity.py and test_claims_partial.py, R4 in test_names.py, R11 in
 test_portable_fingerprints.py and tests/golden."""
 
@@ -226,6 +227,31 @@ def test_r10_a_plugin_that_fails_only_in_the_workers_is_one_line_per_job_naming_
     assert len(errors) == 2, errors  # one per job, not retried
     for job in jobs:
         assert any(re.fullmatch(rf"job {job.id} failed: {line}", e) for e in errors), errors
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_r10_many_jobs_failing_on_a_worker_only_plugin_are_one_line_each_from_workers_that_stay(
+        tmp_path, monkeypatch, caplog, capfd):
+    """Twelve jobs on two workers, the plugin failing in both: one line per job (plugin, job, error),
+    none retried, no worker respawned per job, no traceback — not a wall of them."""
+    plugin = tmp_path / "r10_worker_only_many.py"
+    plugin.write_text(WORKER_ONLY_PLUGIN)
+    monkeypatch.setenv("R10_DRIVER_PID", str(os.getpid()))
+    monkeypatch.setenv("SANDBOX_PLUGINS", "")
+    jobs = [Job("tests.reliability.jobs:tick", {"x": x}) for x in range(12)]
+    try:
+        with caplog.at_level(logging.INFO, logger="sandbox.jobs.sweep"):
+            report = run_sweep(jobs, ResultsStore(tmp_path / "r"), workers=2, progress=False, plugins=[str(plugin)])
+    finally:
+        sys.modules.pop("r10_worker_only_many", None)
+    line = (rf"job (\w+) failed: plugin '{re.escape(str(plugin))}' failed to load in worker process (\d+) \(it "
+            r"loaded in the driver\): RuntimeError: no licence server in this process")
+    assert report.computed == 0 and set(report.failed) == {j.id for j in jobs}
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    matches = [re.fullmatch(line, e) for e in errors]
+    assert all(matches) and len(errors) == len(jobs), errors  # one line each, nothing else (no "running it again")
+    assert sorted(m.group(1) for m in matches) == sorted(j.id for j in jobs)
+    assert len({m.group(2) for m in matches}) <= 2  # the two workers answered every job
     assert "Traceback" not in capfd.readouterr().err
 
 

@@ -60,6 +60,42 @@ def tiny_causal_lm(vocab_size: int, hidden: int = 64, layers: int = 2, heads: in
     return model.eval()
 
 
+def lm_sizes(config: dict) -> tuple[int, int, int]:
+    """A Llama- or Qwen2-style causal LM's sizes from its config (``config.json``'s fields), without
+    building it: (parameters, weights of one decoder layer's matrices, weights of the LM head's).
+    A layer holds q, k, v, o (head_dim·heads or ·kv_heads wide), the gated MLP (3·hidden·intermediate),
+    two norms and the biases its type adds (Qwen2: q, k, v; Llama: ``attention_bias``,
+    ``mlp_bias``); the model adds the embedding, a final norm and, untied, the head."""
+    try:
+        h, vocab, layers = int(config["hidden_size"]), int(config["vocab_size"]), int(config["num_hidden_layers"])
+        heads = int(config["num_attention_heads"])
+        kv = int(config.get("num_key_value_heads") or heads)
+        mlp = int(config.get("intermediate_size") or 4 * h)
+        head_dim = int(config.get("head_dim") or h // heads)
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"config must give a causal LM's sizes (hidden_size, vocab_size, num_hidden_layers, "
+                         f"num_attention_heads), got {type(err).__name__}: {err}") from None
+    q, k = heads * head_dim, kv * head_dim
+    matrices = h * q + 2 * h * k + q * h + 3 * h * mlp
+    bias = 0
+    if config.get("model_type") == "qwen2":
+        bias = q + 2 * k
+    elif config.get("attention_bias"):
+        bias = q + 2 * k + h
+    if config.get("mlp_bias"):
+        bias += 2 * mlp + h
+    tied = bool(config.get("tie_word_embeddings", False))
+    params = vocab * h * (1 if tied else 2) + layers * (matrices + bias + 2 * h) + h
+    return params, matrices, vocab * h
+
+
+def tiny_config(vocab_size: int, hidden: int, layers: int, heads: int, arch: str, tie_embeddings: bool) -> dict:
+    """The config fields of ``tiny_causal_lm``'s model (``lm_sizes`` reads them)."""
+    return {"model_type": arch, "hidden_size": hidden, "vocab_size": vocab_size, "num_hidden_layers": layers,
+            "num_attention_heads": heads, "num_key_value_heads": heads, "intermediate_size": 2 * hidden,
+            "tie_word_embeddings": bool(tie_embeddings)}
+
+
 def load_causal_lm(path: str | Path, dtype: str = "float32") -> nn.Module:
     """A causal LM from a local checkpoint directory (``config.json`` + weights), never downloading."""
     from transformers import AutoModelForCausalLM
@@ -105,4 +141,5 @@ def check_fusable(model: nn.Module) -> None:
             raise ValueError(f"{type(model).__name__} rescales its logits ({attr}={value}); use method='naive'")
 
 
-__all__ = ["ARCHS", "DTYPES", "backbone", "check_fusable", "head_parameter_name", "load_causal_lm", "tiny_causal_lm"]
+__all__ = ["ARCHS", "DTYPES", "backbone", "check_fusable", "head_parameter_name", "lm_sizes", "load_causal_lm",
+           "tiny_causal_lm", "tiny_config"]
