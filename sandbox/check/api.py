@@ -93,7 +93,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"],
                     {name: change for name, (change, _) in options.items()} if deployment_against == "framework"
                     else None)
-    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name, mapping.logs))
+    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name, mapping.logs, mapping.source))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)

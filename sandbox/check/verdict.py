@@ -39,7 +39,8 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     the losses its framework can select, ``sandbox.check.alternatives``) — the best of those on the
     same cells as the change to make; else what the best built-in does there."""
     new, recipe, dep = deploy["new"], mapping.recipe, mapping.deployment
-    kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items())
+    kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items()
+                       if k not in ("verl_metrics", "trl_metrics"))  # what the run logs: no loss field
     lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
              f"{'recomputed by the trainer' if dep.proximal == 'recompute' else 'the engine log-probs μ'}; "
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
@@ -148,7 +149,7 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     paths = [out / "check.md", out / "check.png", out / "check.json"]
     paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir) + "\n"
                         + alarm_markdown([deploy_frame, standard_frame], deploy["new"], mapping.logs,
-                                         mapping.deployment.reuse))
+                                         mapping.deployment.reuse, mapping.source))
     fig = figure(deploy)
     fig.savefig(paths[1])
     plt.close(fig)
