@@ -52,11 +52,11 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     elif len(deploy["methods"]) > 1:
         best = _best(deploy)
         which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
-        lines.append(f"{head}; the {which}, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
-                     f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+        lines.append(f"{head}; the {which}, `{best}` ({_sandbox_method(mapping)}), {_iv(agg[best]['iqm'])}; "
+                     f"P({new} > {best}) = {_iv(deploy['probability_of_improvement'][new][best])}.")
     else:
-        lines.append(f"{head}; no built-in ran on these cells (a first check computes only the configuration's "
-                     f"jobs; `--deployment-against best` adds the best built-in on `{standard['battery']}`).")
+        lines.append(f"{head}; nothing else ran on these cells (`--deployment-against cached` computes only the "
+                     f"configuration's jobs; the default, `framework`, adds the losses {mapping.source} can select).")
     own = _cells(deploy, new)
     controls = {c: own.get(control_of(c), own.get(CONTROL)) for c in own}  # each cell's own environment's
     frictions = {c: r for c, r in own.items() if r["friction"] != "deployment" and controls[c] is not None}
@@ -64,8 +64,9 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
         worst = max(frictions, key=lambda c: controls[c]["mean"] - frictions[c]["mean"])
         w, control = frictions[worst], controls[worst]
         rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"], default=None)
+        which = f"of {mapping.version}'s options" if options is not None else "built-in"
         there = "" if rival is None else \
-            f"; the best built-in there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
+            f"; the best {which} there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
         lines.append(f"**Hurts most**: `{worst}` — {w['mean']:.2f} [{w['low']:.2f}, {w['high']:.2f}] against "
                      f"{control['mean']:.2f} on its control ({w['mean'] - control['mean']:+.2f}){there}."
                      if w["mean"] < control["mean"] else
@@ -88,9 +89,13 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     lines.append(f"**Battery `{standard['battery']}`** ({len(standard['seeds'])} cells): IQM "
                  f"{_iv(standard['aggregate'][new]['iqm'])}, rank {ranked.index(new) + 1} of {len(ranked)}; "
                  f"the best {'other ' if ranked[0] == new else ''}method, `{top}`, "
-                 f"{_iv(standard['aggregate'][top]['iqm'])}"
-                 f"{f' (a sandbox method: no {mapping.source} setting selects it)' if options is not None else ''}.")
+                 f"{_iv(standard['aggregate'][top]['iqm'])} ({_sandbox_method(mapping)}).")
     return lines
+
+
+def _sandbox_method(mapping: Mapping) -> str:
+    """What a built-in is to the config's user: not a setting of their framework."""
+    return f"a sandbox method: no {mapping.source} setting selects it"
 
 
 def _options_line(mapping: Mapping, deploy: dict, options: dict[str, dict]) -> str:
@@ -108,8 +113,9 @@ def _options_line(mapping: Mapping, deploy: dict, options: dict[str, dict]) -> s
     if agg[best]["iqm"]["estimate"] <= agg[new]["iqm"]["estimate"]:
         return (f"{head} ({len(options)}): none beats the configuration; the best, `{best}`, "
                 f"{_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}.")
-    return (f"{head} ({len(options)}): the best, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}. "
-            f"To try it: `{change_text(options[best])}`.")
+    resolved = "" if p["high"] < 0.5 else " — not told apart from the configuration (the interval of P reaches ½)"
+    return (f"{head} ({len(options)}): the best, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}"
+            f"{resolved}. To try it: `{change_text(options[best])}`.")
 
 
 def _section(text: str) -> str:
