@@ -3,9 +3,11 @@ empty results folder, against the target of ≤ 5 minutes on 2 cores (issue 34).
 
 The built-ins' results on ``quick`` are committed (``sandbox/scoring/builtins-quick.parquet``) and
 restored into the fresh folder by the check itself, so it computes only the configuration's own
-jobs and the best built-in on its deployment cells. Wall time, on ``--workers`` processes (one torch
-thread each); on a shared machine it includes waiting for the CPU, so the computed jobs' own CPU
-seconds (stored with every job) are printed too, and their time on 2 idle cores.
+jobs and, on its deployment cells, the losses its framework can select (the default
+``--deployment-against framework``). Wall time, on ``--workers`` processes (one torch thread
+each); on a shared machine it includes waiting for the CPU, so the computed jobs' own CPU seconds
+(stored with every job) are printed too, and their time on 2 idle cores. Then the same check
+again in the same folder (warm: every job stored), with its dry run's estimate and wall time.
 
 ``--export`` instead (re)writes the committed file from a results folder holding the built-ins on
 ``quick`` (computing those that are missing first: a long job, run it niced on one worker):
@@ -74,6 +76,23 @@ def first_check(config: str, precision: str, workers: int, results: str, out: st
     return row, printed.getvalue()
 
 
+def warm_check(config: str, precision: str, workers: int, results: str, out: str) -> dict:
+    """The same check again in the results folder a first check filled: the dry run's estimate, the
+    wall time and the jobs it computed (none expected)."""
+    argv = ["check", config, "--battery", "quick", "--precision", precision, "--workers", str(workers),
+            "--results", results, "--out", out, "--quiet"]
+    estimate = estimate_s(config, precision, workers, results)
+    printed = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(printed):
+        code = sandbox_main(argv)
+    wall = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"sandbox {' '.join(argv)} exited {code}")
+    computed = sum(int(n) for n in re.findall(r"(\d+) computed", printed.getvalue()))
+    return {"estimate_s": estimate, "wall_s": wall, "computed": computed}
+
+
 def export(results: str, workers: int) -> None:
     battery = as_battery("quick")
     start = time.perf_counter()
@@ -104,6 +123,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as fresh:
         row, printed = first_check(args.config, args.precision, args.workers, args.results or f"{fresh}/results",
                                    f"{fresh}/out")
+        warm = warm_check(args.config, args.precision, args.workers, args.results or f"{fresh}/results",
+                          f"{fresh}/out-warm")
     if args.show:
         print(printed)
     print(f"sandbox check {Path(args.config).name} --battery quick --precision {args.precision}, "
@@ -118,6 +139,8 @@ def main() -> None:
     print(f"first check: {row['wall_min']:.2f} min of wall time; its {row['computed']} computed jobs took "
           f"{row['computed cpu_s']:.0f} CPU-s, {idle:.1f} min on 2 idle cores (target ≤ {TARGET_MIN:g} min on 2 "
           f"cores): {verdict}")
+    print(f"warm (the same check again, every job stored): estimate {warm['estimate_s']:.0f} s, measured "
+          f"{warm['wall_s']:.1f} s of wall time, {warm['computed']} job(s) computed")
 
 
 if __name__ == "__main__":

@@ -34,10 +34,11 @@ def add_check_parser(sub) -> None:
     p.add_argument("--precision", choices=LazyChoices(precisions), default=None, metavar="PRECISION",
                    help="%(choices)s: add the sampler/learner precision mismatch (the sampler's parameters in this dtype); "
                         "default: bf16 for a config with a rollout correction, else none; off: none")
-    p.add_argument("--deployment-against", choices=["cached", "best", "all", "framework"], default="cached",
-                   help="the rivals on the deployment cells: the built-ins already computed there (default; none on "
-                        "a first check), the best on --battery, all of --against, or the losses the config's own "
-                        "framework can select (framework: the verdict suggests the config change)")
+    p.add_argument("--deployment-against", choices=["framework", "cached", "best", "all"], default="framework",
+                   help="the rivals on the deployment cells: the losses the config's own framework can select, each "
+                        "the config with one change (default: the verdict suggests the best as that change); or the "
+                        "built-ins already computed there (cached: none on a first check, the cheapest), the best "
+                        "on --battery, or all of --against (sandbox methods no framework setting selects)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the mapping, the deployment battery and what it would cost; run nothing")
     p.add_argument("--against", default=",".join(DEFAULT_AGAINST), help="comma-separated methods (default: %(default)s)")

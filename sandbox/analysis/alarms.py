@@ -29,6 +29,10 @@ import numpy as np
 import pandas as pd
 
 from sandbox.analysis.collapse import collapse_event
+from sandbox.estimators.trl_metrics import ASYNC_METRICS, METRICS
+
+#: the metrics TRL's trainers log (TRL sets no alarm on them): a run's range of each is recorded
+TRL_METRICS = METRICS + ASYNC_METRICS
 
 #: the verl and TRL metric that corresponds to each logged signal ("—": none logs it)
 UNITS = {
@@ -160,10 +164,28 @@ def run_alarms(frame: pd.DataFrame, cell: dict, budget: int) -> pd.DataFrame:
     return table.rename(columns=lambda c: c if c == "collapse_step" else f"alarm {c}").astype(float)
 
 
+def run_logged(frame: pd.DataFrame, columns: Sequence[str] = TRL_METRICS) -> pd.DataFrame:
+    """Per member of one scored run (in member order), for each of ``columns`` the run logs (TRL's
+    ``sampling/*`` metrics: TRL sets no alarm on them), its range over the logged steps and its value
+    at the last: ``logged <name>: min|max|last`` — what ``sandbox check`` reports for a TRL config."""
+    present = [c for c in columns if c in frame]
+    members = sorted(frame["member"].unique())
+    if not present:
+        return pd.DataFrame(index=range(len(members)))
+    ordered = frame.sort_values("step").groupby("member", sort=True)
+    out = {}
+    for c in present:
+        out[f"logged {c}: min"] = ordered[c].min().to_numpy(dtype=float)
+        out[f"logged {c}: max"] = ordered[c].max().to_numpy(dtype=float)
+        out[f"logged {c}: last"] = ordered[c].last().to_numpy(dtype=float)
+    return pd.DataFrame(out)
+
+
 def cell_delay(cell: dict) -> int:
     """The largest delay D (learner updates) of a scored cell's delay schedule (0: synchronous)."""
     staleness = (cell.get("run") or {}).get("staleness") or {}
     return int(staleness.get("D", 0) or 0)
 
 
-__all__ = ["ALARMS", "UNITS", "VERL_ALARMS", "Alarm", "alarm_table", "cell_delay", "run_alarms", "warning_lead"]
+__all__ = ["ALARMS", "UNITS", "VERL_ALARMS", "Alarm", "alarm_table", "cell_delay", "run_alarms", "run_logged",
+           "warning_lead"]

@@ -9,6 +9,12 @@ against μ. Only the alarms whose metric the user's own run logs are shown (``Ma
 logs ``rollout_corr/*`` only with the engine's log-probs, the IS-weight metrics only at a
 ``rollout_is`` level, and no 0.9.1 run logs a veto fraction); TRL logs none of them.
 
+TRL 1.16.0 logs other metrics and sets no alarm on them (``sandbox.estimators.trl_metrics``): its
+GRPOTrainer, with its vLLM correction, ``sampling/*`` — the difference |log π_old − log μ| and the
+weight it applies —, its AsyncGRPOTrainer ``ratio`` and ``kl`` of π_θ against vLLM's μ. A TRL
+config's runs log those as TRL computes them, and the check shows their range per cell under TRL's
+names, with no alarm (``trl_markdown``, ``trl_line``).
+
 Each scored training run records, per seed, its collapse step on the cell's metric and, per alarm,
 the first logged step it was on, the steps from that first firing to the collapse, and whether it
 was on from the first D updates (``run_alarms``): such an alarm is a **configuration flag** (the
@@ -24,6 +30,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from sandbox.analysis.alarms import VERL_ALARMS
+from sandbox.analysis.alarms import TRL_METRICS
 
 #: why a verl check is missing from a run's logs (beyond "calculate_log_probs is off")
 NOT_LOGGED = {"rollout_corr/rollout_is_veto_fraction": "no verl 0.9.1 run logs it (verl #4544 removed the token veto)"}
@@ -99,10 +106,72 @@ def _missing(logs: Sequence[str] | None) -> str:
     return "Not shown: " + "; ".join(why) + ".\n" if why else ""
 
 
+TRL_NONE = ("this TRL run logs no off-policy metric (TRL 1.16.0's GRPOTrainer logs its `sampling/*` only with "
+            "`use_vllm` and `vllm_importance_sampling_correction`) and none of verl's `rollout_corr/*`")
+
+
+def trl_cells(frames: list[pd.DataFrame], method: str) -> pd.DataFrame:
+    """One row per cell of ``method``'s runs: for each TRL metric the runs logged, the median over
+    seeds of each run's smallest, largest and last logged value (``logged <name>: min|max|last``)."""
+    rows = []
+    for frame in frames:
+        runs = frame[frame["method"] == method]
+        names = [m for m in TRL_METRICS if f"logged {m}: max" in runs]
+        for cell, g in runs.groupby("cell", sort=False):
+            if names and g[f"logged {names[0]}: max"].notna().any():
+                rows.append({"cell": cell, **{f"{m}: {end}": g[f"logged {m}: {end}"].median()
+                                              for m in names for end in ("min", "max", "last")}})
+    return pd.DataFrame(rows)
+
+
+HOW = {"sampling/importance_sampling_ratio/max": "GRPOTrainer logs these with its vLLM correction, computed here "
+       "as TRL computes them (`sandbox.estimators.trl_metrics`: the recomputed π_old against vLLM's μ; the ratio is "
+       "the weight the loss applies)",
+       "ratio": "AsyncGRPOTrainer logs these in its loss, computed here as TRL computes them "
+       "(`sandbox.estimators.trl_metrics`: π_θ against π_old = vLLM's μ; `ratio` untruncated, `kl` the k3 estimate)"}
+
+
+def trl_markdown(frames: list[pd.DataFrame], method: str, logs: Sequence[str]) -> str:
+    """check.md's section for a TRL config: TRL's own metrics per cell (range over the logged steps,
+    last value; medians over seeds), under TRL's names; no alarm (TRL sets none)."""
+    if not any(m in logs for m in TRL_METRICS):
+        return f"## Alarms\n\nNone: {TRL_NONE}.\n"
+    table = trl_cells(frames, method)
+    if table.empty:
+        return "## Alarms\n\nNone (TRL sets no alarm); the metrics its run logs were not recorded in these results.\n"
+    names = [m for m in TRL_METRICS if f"{m}: max" in table]
+    head = ["| cell | " + " | ".join(f"`{m}`" for m in names) + " |", "|---|" + "---|" * len(names)]
+    body = [f"| `{r['cell']}` | " + " | ".join(f"{r[f'{m}: min']:.3g}–{r[f'{m}: max']:.3g} ({r[f'{m}: last']:.3g})"
+                                                for m in names) + " |" for _, r in table.iterrows()]
+    how = "; ".join(text for m, text in HOW.items() if m in names)
+    return (f"## Alarms\n\nNone: TRL 1.16.0 sets no alarm on the metrics it logs. Its {how}. Per cell: the range over "
+            "the logged steps (last value), medians over seeds.\n\n" + "\n".join(head + body) + "\n")
+
+
+def trl_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str]) -> str:
+    """The verdict line for a TRL config: no alarm (TRL sets none), and where the largest values of
+    what its run logs were."""
+    if not any(m in logs for m in TRL_METRICS):
+        return f"**Alarms**: none shown — {TRL_NONE}."
+    table = trl_cells(frames, method)
+    if table.empty:
+        return "**Alarms**: none (TRL sets none); the metrics its run logs were not recorded in these results."
+    parts = []
+    for m in ("sampling/importance_sampling_ratio/max", "sampling/sampling_logp_difference/max", "ratio", "kl"):
+        if f"{m}: max" in table:
+            top = table.loc[table[f"{m}: max"].idxmax()]
+            parts.append(f"`{m}` reaches {top[f'{m}: max']:.3g} (`{top['cell']}`)")
+    return ("**Alarms**: none — TRL 1.16.0 sets no alarm on what it logs. Its metrics, as TRL computes them "
+            "(check.md, \"Alarms\"): " + "; ".join(parts) + " (medians over seeds of each run's largest).")
+
+
 def alarm_markdown(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | None = None,
-                   per_step: int = 1) -> str:
+                   per_step: int = 1, source: str = "verl") -> str:
     """The check.md section: one row per cell, one column per verl alarm whose metric the run logs
-    (``logs``); steps in trainer steps of ``per_step`` updates each; configuration flags apart."""
+    (``logs``); steps in trainer steps of ``per_step`` updates each; configuration flags apart. For
+    a TRL config (``source='trl'``), TRL's own metrics (``trl_markdown``)."""
+    if source == "trl":
+        return trl_markdown(frames, method, logs or ())
     tables = [t for t in (cell_alarms(f, method) for f in frames) if not t.empty]
     alarms = logged(logs)
     if not alarms:
@@ -122,9 +191,13 @@ def alarm_markdown(frames: list[pd.DataFrame], method: str, logs: Sequence[str] 
             "figure (docs/predictions.md).\n\n" + "\n".join(head + body) + "\n\n" + _missing(logs))
 
 
-def alarm_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | None = None) -> str:
+def alarm_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | None = None,
+               source: str = "verl") -> str:
     """One verdict line: which of verl's alarms whose metric the run logs (``logs``) flagged the
-    configuration or fired later, and whether a later firing preceded a collapse."""
+    configuration or fired later, and whether a later firing preceded a collapse; for a TRL config
+    (``source='trl'``), ``trl_line``."""
+    if source == "trl":
+        return trl_line(frames, method, logs or ())
     tables = [t for t in (cell_alarms(f, method) for f in frames) if not t.empty]
     if not tables:
         return "**Alarms**: not recorded in these results."
@@ -150,4 +223,4 @@ def alarm_line(frames: list[pd.DataFrame], method: str, logs: Sequence[str] | No
     return f"{head}: " + ("; ".join(parts) if parts else "none of verl's alarms fired") + " (check.md, \"Alarms\")."
 
 
-__all__ = ["alarm_line", "alarm_markdown", "cell_alarms", "logged"]
+__all__ = ["alarm_line", "alarm_markdown", "cell_alarms", "logged", "trl_cells", "trl_line", "trl_markdown"]

@@ -28,8 +28,8 @@ def _name(change: dict[str, Any]) -> str:
 
 
 def _loss(recipe: dict) -> dict:
-    """A recipe's loss: its fields without its name and the metrics it logs (``verl_metrics``)."""
-    kwargs = {k: v for k, v in recipe.get("estimator_kwargs", {}).items() if k != "verl_metrics"}
+    """A recipe's loss: its fields without its name and the metrics it logs (``verl_metrics``, ``trl_metrics``)."""
+    kwargs = {k: v for k, v in recipe.get("estimator_kwargs", {}).items() if k not in ("verl_metrics", "trl_metrics")}
     return {**{k: v for k, v in recipe.items() if k != "name"}, "estimator_kwargs": kwargs}
 
 

@@ -56,7 +56,7 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
           ignore: Sequence[str] = (), precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST,
           seeds: int | None = None, backend: str = "local", workers: int | None = None,
           results: str | Path | None = None, progress: bool = True, ray_address: str | None = None,
-          label: str | None = None, deployment_against: str = "cached", framework: str | None = None,
+          label: str | None = None, deployment_against: str = "framework", framework: str | None = None,
           trainer: str | None = None) -> CheckReport:
     """Map ``config`` (a verl YAML, a TRL GRPOConfig as YAML/JSON/object, or a dict) onto our
     estimator, advantage and correction fields; build its deployment battery (its staleness,
@@ -64,12 +64,13 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     ``precision='bf16'`` a precision mismatch) on the environments of ``battery`` (``quick``,
     ``standard``, or battery data); score it there and on ``battery`` against ``against`` (cached
     built-ins are reused; on ``quick`` they are committed, ``sandbox.scoring.builtin_data``). On the
-    deployment cells the configuration meets the built-ins whose results the store holds there
-    (``deployment_against='cached'``: none on a first check, which so computes only the
-    configuration's jobs), the best of ``against`` on ``battery`` (``'best'``), all (``'all'``), or
-    the losses the config's own framework can select instead (``'framework'``: its loss modes or
-    loss types, ``sandbox.check.alternatives``; the verdict then suggests the config change). With
-    ``out``, writes ``check.md|png|json``.
+    deployment cells the configuration meets, by default, the losses its own framework can select
+    instead (``deployment_against='framework'``: its loss modes or loss types, each the config with
+    one change, ``sandbox.check.alternatives``; the verdict suggests the best as that change), or
+    else the built-ins whose results the store holds there (``'cached'``: none on a first check,
+    which so computes only the configuration's jobs), the best of ``against`` on ``battery``
+    (``'best'``) or all (``'all'``): sandbox methods no framework setting selects. With ``out``,
+    writes ``check.md|png|json``.
     ``framework`` ('verl==0.9.1', 'verl@b178a3c', 'trl==1.16.0'; default the newest) is the version
     the config is read as, ``trainer`` TRL's ('grpo', 'async_grpo'; default told by the keys).
     A key we do not model is a one-line ``ValueError`` naming it, unless in ``ignore``."""
@@ -93,13 +94,13 @@ def check(config: Any, battery: str | dict | Battery = "quick", out: str | Path 
     lines = verdict(mapping, deploy_frame.attrs["scorecard"], standard_frame.attrs["scorecard"],
                     {name: change for name, (change, _) in options.items()} if deployment_against == "framework"
                     else None)
-    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name, mapping.logs))
+    lines.append(alarm_line([deploy_frame, standard_frame], mapping.recipe.name, mapping.logs, mapping.source))
     files = () if out is None else tuple(write_check(out, mapping, lines, deploy_frame, standard_frame,
                                                      code_version(), time.perf_counter() - start))
     return CheckReport(mapping, deploy_frame, standard_frame, tuple(lines), files)
 
 
-DEPLOYMENT_AGAINST = ("cached", "best", "all", "framework")
+DEPLOYMENT_AGAINST = ("framework", "cached", "best", "all")
 
 
 def deployment_rivals(mode: str, deploy: Battery, baselines: Sequence[Recipe], standard: pd.DataFrame,
@@ -124,7 +125,7 @@ def best_builtin(frame: pd.DataFrame, baselines: Sequence[Recipe]) -> Recipe:
 def dry_run(config: Any, battery: str | dict | Battery = "quick", ignore: Sequence[str] = (),
             precision: str | None = None, against: str | Sequence[str] = DEFAULT_AGAINST, seeds: int | None = None,
             workers: int | None = None, results: str | Path | None = None,
-            deployment_against: str = "cached", framework: str | None = None,
+            deployment_against: str = "framework", framework: str | None = None,
             trainer: str | None = None) -> list[str]:
     """What ``check`` would do, nothing run or written: the cost of each battery, from measured job
     costs (the store's results, the committed built-ins, else the same environment's committed cells)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
 from sandbox.check.validate import Spec
+from sandbox.estimators.trl_metrics import METRICS as TRL_METRICS
 
 #: loss_type → (aggregation, at token level: estimator, at sequence level: estimator)
 LOSSES = {"grpo": ("seq-mean-token-mean", "ppo", "gspo"), "bnpo": ("token-mean", "ppo", "gspo"),
@@ -175,6 +176,11 @@ def _correction(s: Settings, name: str, kwargs: dict) -> None:
     kwargs["rollout_is_max"] = s.map(key, f"{name}.rollout_is_max", float("inf") if top is None else top)
     if s["vllm_importance_sampling_clip_min"] is not None:
         kwargs["rollout_is_min"] = s.map("vllm_importance_sampling_clip_min", f"{name}.rollout_is_min")
+    # _generate_and_score_completions logs them with the correction (sandbox.estimators.trl_metrics)
+    kwargs["trl_metrics"] = s.map("use_vllm × vllm_importance_sampling_correction", f"{name}.trl_metrics", "grpo",
+                                  note="the run logs TRL's sampling/* as TRL 1.16.0 computes them: the recomputed "
+                                       "π_old against vLLM's μ, of this weight; TRL sets no alarm on them")
+    s.logs += list(TRL_METRICS)
 
 
 def _reuse(s: Settings) -> int:
@@ -203,8 +209,6 @@ def _reuse(s: Settings) -> int:
 def derive(s: Settings) -> tuple[dict, Deployment]:
     name, kwargs = _estimator(s)
     _correction(s, name, kwargs)
-    if s["use_vllm"] and s["vllm_importance_sampling_correction"]:  # _generate_and_score_completions logs it
-        s.logs.append("sampling/importance_sampling_ratio/mean")
     scale = s["scale_rewards"]
     if scale not in SCALE:
         s.refuse("scale_rewards", "'group' or 'none' is modelled (batch std scaling is not)")

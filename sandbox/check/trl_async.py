@@ -16,6 +16,7 @@ from sandbox.check import trl
 from sandbox.check.deployment import Deployment
 from sandbox.check.mapping import Schema, Settings
 from sandbox.check.validate import Spec
+from sandbox.estimators.trl_metrics import ASYNC_METRICS
 
 #: keys only AsyncGRPOConfig has at 1.16.0, not GRPOConfig (any one tells it; tests/conformance/test_versions.py)
 MARKERS = ("max_staleness", "max_inflight_tasks", "weight_sync_steps", "queue_maxsize", "token_budget",
@@ -43,7 +44,11 @@ def derive(s: Settings) -> tuple[dict, Deployment]:
         else s.map("epsilon_high", "ppo.eps_high")
     kwargs = {"eps_low": low, "eps_high": high, "dual_clip": None,
               "aggregation": s.map("(AsyncGRPOTrainer.compute_loss)", "ppo.aggregation", "token-mean",
-                                   note="summed over tokens, divided by the batch's tokens")}
+                                   note="summed over tokens, divided by the batch's tokens"),
+              "trl_metrics": s.map("(AsyncGRPOTrainer.compute_loss)", "ppo.trl_metrics", "async_grpo",
+                                   note="the run logs its ratio and kl as TRL 1.16.0 computes them: π_θ against "
+                                        "vLLM's μ; TRL sets no alarm on them")}
+    s.logs += list(ASYNC_METRICS)
     s.map("(async_rollout_worker)", "advantage", "grpo", note="(R − mean)/(std + 1e-8) per group")
     adv = {"eps": s.map("(async_rollout_worker)", "advantage_kwargs.eps", 1e-8, note="TRL's")}
     group = s.map("num_generations", "deployment.group")

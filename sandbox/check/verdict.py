@@ -39,7 +39,8 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     the losses its framework can select, ``sandbox.check.alternatives``) — the best of those on the
     same cells as the change to make; else what the best built-in does there."""
     new, recipe, dep = deploy["new"], mapping.recipe, mapping.deployment
-    kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items())
+    kwargs = ", ".join(f"{k}={v}" for k, v in recipe.estimator_kwargs.items()
+                       if k not in ("verl_metrics", "trl_metrics"))  # what the run logs: no loss field
     lines = [f"**Mapped**: `{recipe.estimator}` ({kwargs}) with the `{recipe.advantage}` advantage, π_old "
              f"{'recomputed by the trainer' if dep.proximal == 'recompute' else 'the engine log-probs μ'}; "
              f"deployment: {', '.join(dep.frictions()) or 'no friction'}, group {dep.group}."]
@@ -51,11 +52,11 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     elif len(deploy["methods"]) > 1:
         best = _best(deploy)
         which = "best built-in" if len(deploy["methods"]) > 2 else f"best built-in on `{standard['battery']}`"
-        lines.append(f"{head}; the {which}, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > {best}) = "
-                     f"{_iv(deploy['probability_of_improvement'][new][best])}.")
+        lines.append(f"{head}; the {which}, `{best}` ({_sandbox_method(mapping)}), {_iv(agg[best]['iqm'])}; "
+                     f"P({new} > {best}) = {_iv(deploy['probability_of_improvement'][new][best])}.")
     else:
-        lines.append(f"{head}; no built-in ran on these cells (a first check computes only the configuration's "
-                     f"jobs; `--deployment-against best` adds the best built-in on `{standard['battery']}`).")
+        lines.append(f"{head}; nothing else ran on these cells (`--deployment-against cached` computes only the "
+                     f"configuration's jobs; the default, `framework`, adds the losses {mapping.source} can select).")
     own = _cells(deploy, new)
     controls = {c: own.get(control_of(c), own.get(CONTROL)) for c in own}  # each cell's own environment's
     frictions = {c: r for c, r in own.items() if r["friction"] != "deployment" and controls[c] is not None}
@@ -63,8 +64,9 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
         worst = max(frictions, key=lambda c: controls[c]["mean"] - frictions[c]["mean"])
         w, control = frictions[worst], controls[worst]
         rival = max(deploy["methods"][1:], key=lambda m: _cells(deploy, m)[worst]["mean"], default=None)
+        which = f"of {mapping.version}'s options" if options is not None else "built-in"
         there = "" if rival is None else \
-            f"; the best built-in there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
+            f"; the best {which} there, `{rival}`, scores {_cells(deploy, rival)[worst]['mean']:.2f}"
         lines.append(f"**Hurts most**: `{worst}` — {w['mean']:.2f} [{w['low']:.2f}, {w['high']:.2f}] against "
                      f"{control['mean']:.2f} on its control ({w['mean'] - control['mean']:+.2f}){there}."
                      if w["mean"] < control["mean"] else
@@ -87,9 +89,13 @@ def verdict(mapping: Mapping, deploy: dict, standard: dict, options: dict[str, d
     lines.append(f"**Battery `{standard['battery']}`** ({len(standard['seeds'])} cells): IQM "
                  f"{_iv(standard['aggregate'][new]['iqm'])}, rank {ranked.index(new) + 1} of {len(ranked)}; "
                  f"the best {'other ' if ranked[0] == new else ''}method, `{top}`, "
-                 f"{_iv(standard['aggregate'][top]['iqm'])}"
-                 f"{f' (a sandbox method: no {mapping.source} setting selects it)' if options is not None else ''}.")
+                 f"{_iv(standard['aggregate'][top]['iqm'])} ({_sandbox_method(mapping)}).")
     return lines
+
+
+def _sandbox_method(mapping: Mapping) -> str:
+    """What a built-in is to the config's user: not a setting of their framework."""
+    return f"a sandbox method: no {mapping.source} setting selects it"
 
 
 def _options_line(mapping: Mapping, deploy: dict, options: dict[str, dict]) -> str:
@@ -107,8 +113,9 @@ def _options_line(mapping: Mapping, deploy: dict, options: dict[str, dict]) -> s
     if agg[best]["iqm"]["estimate"] <= agg[new]["iqm"]["estimate"]:
         return (f"{head} ({len(options)}): none beats the configuration; the best, `{best}`, "
                 f"{_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}.")
-    return (f"{head} ({len(options)}): the best, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}. "
-            f"To try it: `{change_text(options[best])}`.")
+    resolved = "" if p["high"] < 0.5 else " — not told apart from the configuration (the interval of P reaches ½)"
+    return (f"{head} ({len(options)}): the best, `{best}`, {_iv(agg[best]['iqm'])}; P({new} > it) = {_iv(p)}"
+            f"{resolved}. To try it: `{change_text(options[best])}`.")
 
 
 def _section(text: str) -> str:
@@ -148,7 +155,7 @@ def write_check(out: str | Path, mapping: Mapping, lines: list[str], deploy_fram
     paths = [out / "check.md", out / "check.png", out / "check.json"]
     paths[0].write_text(report_markdown(mapping, lines, deploy, standard, code, battery_dir) + "\n"
                         + alarm_markdown([deploy_frame, standard_frame], deploy["new"], mapping.logs,
-                                         mapping.deployment.reuse))
+                                         mapping.deployment.reuse, mapping.source))
     fig = figure(deploy)
     fig.savefig(paths[1])
     plt.close(fig)

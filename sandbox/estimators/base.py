@@ -24,6 +24,7 @@ from sandbox.core.registry import Registry
 from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.rollout_corr import check_verl_metrics, rollout_corr_metrics
+from sandbox.estimators.trl_metrics import TRAINERS, trl_async_metrics, trl_sampling_metrics
 
 #: the rollout IS correction's modes (``Estimator.rollout_is``): granularity × constraint, TRL's names
 ROLLOUT_IS_MODES: tuple[str, ...] = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
@@ -163,6 +164,10 @@ class Estimator:
     #: (level, upper, lower): also log verl's ``rollout_corr/*`` metrics as verl computes them
     #: (``sandbox.estimators.rollout_corr``); () logs none. Changes no loss.
     verl_metrics: tuple = field(default=(), kw_only=True)
+    #: also log the metrics TRL's trainer logs, as it computes them (``sandbox.estimators.trl_metrics``):
+    #: 'grpo' (GRPOTrainer's ``sampling/*`` of this ``rollout_is`` weight; needs ``rollout_is``),
+    #: 'async_grpo' (AsyncGRPOTrainer's ``ratio``, ``kl``), or None. Changes no loss.
+    trl_metrics: str | None = field(default=None, kw_only=True)
 
     name: ClassVar[str] = "estimator"
     needs_behavior: ClassVar[bool] = False
@@ -195,6 +200,11 @@ class Estimator:
         check_range("rollout_is_min", self.rollout_is_min, low=0.0, high=self.rollout_is_max, high_open=True,
                     allow_none=True)
         object.__setattr__(self, "verl_metrics", check_verl_metrics(self.verl_metrics))
+        if self.trl_metrics is not None:
+            check_choice("trl_metrics", self.trl_metrics, tuple(TRAINERS))
+            if self.trl_metrics == "grpo" and self.rollout_is is None:
+                raise ValueError("trl_metrics='grpo' needs rollout_is: GRPOTrainer logs its sampling/* metrics only "
+                                 "with its vLLM correction")
         self.check()
 
     def check(self) -> None:
@@ -276,11 +286,22 @@ class Estimator:
                     train = logp if terms.proximal_logp is None else terms.proximal_logp.detach()
                     metrics.update({f"rollout_corr/{k}": v for k, v in rollout_corr_metrics(
                         train, terms.behavior_logp, mask, *self.verl_metrics).items()})
+                if self.trl_metrics == "grpo":  # the weight's π_prox (TRL: π_old, recomputed) against vLLM's μ
+                    prox = logp if terms.proximal_logp is None else terms.proximal_logp.detach()
+                    metrics.update(trl_sampling_metrics(prox, terms.behavior_logp, mask, self.rollout_is,
+                                                        _open(self.rollout_is_max), self.rollout_is_min))
+                elif self.trl_metrics == "async_grpo":  # π_θ against π_old = vLLM's μ
+                    metrics.update(trl_async_metrics(logp, terms.behavior_logp, mask))
             metrics.update({k: v.detach() for k, v in out.metrics.items()})
         return metrics
 
     def hyperparameters(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _open(bound: float) -> float | None:
+    """An infinite bound as TRL writes it: None."""
+    return None if math.isinf(bound) else bound
 
 
 def sg(x: Tensor) -> Tensor:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.analysis.alarms import run_alarms
+from sandbox.analysis.alarms import run_alarms, run_logged
 from sandbox.core.numerics import NUMERICS
 from sandbox.jobs import costs
 from sandbox.jobs.devices import device_from_env, on_device
@@ -143,7 +143,7 @@ def _train(cell: dict, recipe: dict, seed: int, seeds: int) -> pd.DataFrame:
             "steps": last["completed_steps"].to_numpy()})
         if "prompts_dropped_frac" in last:  # admission: the run's fraction of prompts never admitted
             rows["dropped"] = last["prompts_dropped_frac"].to_numpy(dtype=float)
-        frames.append(pd.concat([rows, run_alarms(frame, cell, config.steps)], axis=1))
+        frames.append(pd.concat([rows, run_alarms(frame, cell, config.steps), run_logged(frame)], axis=1))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -32,20 +32,45 @@ def test_a_first_check_computes_only_its_own_jobs(tiny, tmp_path, monkeypatch):
     assert "14 finished" in lines[0] and not any("unknown" in line for line in lines)
     assert not fresh.exists()  # a dry run writes nothing
 
-    report = check(CONFIG, results=fresh, workers=1, progress=False)
+    report = check(CONFIG, results=fresh, workers=1, progress=False, deployment_against="cached")
     standard, deploy = report.standard.attrs["jobs"], report.deployment.attrs["jobs"]
     assert (standard["reused"], standard["computed"]) == (14, 2)  # the built-ins restored, the config's 2 run
     cells = len(set(report.deployment["cell"]))
     assert (deploy["reused"], deploy["computed"]) == (0, cells)  # the config's jobs only
     assert set(report.deployment["method"]) == {report.mapping.label}
-    assert "no built-in ran on these cells" in report.verdict[1]
+    assert "nothing else ran on these cells" in report.verdict[1]
 
     best = check(CONFIG, results=fresh, workers=1, progress=False, deployment_against="best")
     assert best.deployment.attrs["jobs"]["computed"] == cells  # the best built-in's, the config's reused
     assert set(best.deployment["method"]) == {report.mapping.label, _best(report)}
-    again = check(CONFIG, results=fresh, workers=1, progress=False)  # 'cached' now finds it
+    assert "(a sandbox method: no trl setting selects it)" in best.verdict[1]
+    again = check(CONFIG, results=fresh, workers=1, progress=False, deployment_against="cached")  # now finds it
     assert set(again.deployment["method"]) == {report.mapping.label, _best(report)}
     assert again.deployment.attrs["jobs"]["computed"] == 0
+
+
+def test_the_default_check_scores_the_frameworks_options_and_its_cost_line_counts_them(tiny, tmp_path, monkeypatch):
+    """By default the deployment cells hold the config beside the losses its framework can select
+    (each the config with one change); the dry run costs them before, and a second check reuses all."""
+    from sandbox.check import map_config
+    from sandbox.check.alternatives import alternatives
+
+    monkeypatch.setattr(builtin_data, "HERE", tmp_path)
+    options = alternatives(CONFIG, map_config(CONFIG))
+    assert len(options) >= 3
+    fresh = tmp_path / "fresh"
+    lines = dry_run(CONFIG, results=fresh, workers=1)  # no committed costs here: counted, not timed
+    assert f"deployment battery: {len(options)} framework option(s)" in lines[1]
+    first = check(CONFIG, results=fresh, workers=1, progress=False)
+    deploy = first.deployment.attrs["jobs"]
+    n_cells = len(set(first.deployment["cell"]))
+    assert deploy["computed"] == n_cells * (1 + len(options))
+    assert f"{n_cells * (1 + len(options))} to run" in lines[1]  # the cost line counted every job it ran
+    assert set(first.deployment["method"]) == {first.mapping.label, *options}
+    assert first.verdict[2].startswith("**TRL 1.16.0 (GRPOConfig, GRPOTrainer)'s options on these cells**")
+    warm = check(CONFIG, results=fresh, workers=1, progress=False)
+    assert warm.deployment.attrs["jobs"]["computed"] == 0 and warm.standard.attrs["jobs"]["computed"] == 0
+    assert "0 to run" in dry_run(CONFIG, results=fresh, workers=1)[1]
 
 
 def _best(report) -> str:

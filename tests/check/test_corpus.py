@@ -56,6 +56,16 @@ CASES = [
     ("verl_fully_async_grpo30b_mis.yaml", ["--framework", "verl@b178a3c", "--ignore", KL, C + "rollout_rs"], 0,
      ["read as verl b178a3c", "deployment.proximal  'recompute'", "warning: the fully-async trainer recomputes π_old",
       "ppo.eps_high        0.28", "{'kind': 'uniform', 'D': 5}"]),
+    # three of issue 34's earlier configs, the ones its findings name (M3, M4, M8)
+    ("verl_rollout_corr_rloo.yaml", [], 2, [C + "rollout_is_batch_normalize=True: batch-normalised IS weights",
+                                            "sandbox: warning: rollout.n = 1: every group of one"]),
+    ("verl_rollout_corr_rloo.yaml", ["--ignore", C + "rollout_is_batch_normalize"], 0,  # M3: A = R, as verl's rloo
+     ["'tis'", "'constant'", "rollout.n = 1", "deployment.reuse", "('sequence', 2.0, None)"]),
+    ("trl_lora_without_regret_grpo.yaml", [], 0,  # M4: steps_per_generation 8 ÷ gradient_accumulation_steps 4
+     ["num_iterations × generation_batch_size ÷ per_device_train_batch_size ÷ gradient_accumulation_steps  "
+      "deployment.reuse      2"]),
+    ("trl_gspo_paper.yaml", [], 0, ["'gspo'", "gspo.eps_low          0.0003", "'seq-mean-token-mean'",  # M8: floats
+                                    "deployment.reuse      4"]),
 ]
 
 

@@ -25,6 +25,7 @@ TABLES = {
         ('loss_type', 'cispo.aggregation', 'token-mean'),
         ('use_vllm × vllm_importance_sampling_correction × vllm_importance_sampling_mode', 'cispo.rollout_is', 'token_truncate'),
         ('vllm_importance_sampling_clip_max', 'cispo.rollout_is_max', 2.0),
+        ('use_vllm × vllm_importance_sampling_correction', 'cispo.trl_metrics', 'grpo'),  # TRL's sampling/* logged
         ('scale_rewards', 'advantage', 'grpo'),
         ('scale_rewards', 'advantage_kwargs.eps', 0.0001),
         ('num_iterations × steps_per_generation ÷ gradient_accumulation_steps', 'deployment.reuse', 2),
@@ -48,6 +49,7 @@ TABLES = {
         ('loss_type', 'ppo.aggregation', 'seq-mean-token-sum-norm'),
         ('use_vllm × vllm_importance_sampling_correction × vllm_importance_sampling_mode', 'ppo.rollout_is', 'sequence_mask'),
         ('vllm_importance_sampling_clip_max', 'ppo.rollout_is_max', 3.0),
+        ('use_vllm × vllm_importance_sampling_correction', 'ppo.trl_metrics', 'grpo'),  # TRL's sampling/* logged
         ('scale_rewards', 'advantage', 'dr_grpo'),
         ('num_iterations × steps_per_generation ÷ gradient_accumulation_steps', 'deployment.reuse', 1),
         ('(GRPOTrainer old_per_token_logps)', 'deployment.proximal', 'recompute'),
@@ -70,6 +72,7 @@ TABLES = {
         ('loss_type', 'gspo.aggregation', 'seq-mean-token-mean'),
         ('use_vllm × vllm_importance_sampling_correction × vllm_importance_sampling_mode', 'gspo.rollout_is', 'sequence_mask'),
         ('vllm_importance_sampling_clip_max', 'gspo.rollout_is_max', 3.0),
+        ('use_vllm × vllm_importance_sampling_correction', 'gspo.trl_metrics', 'grpo'),  # TRL's sampling/* logged
         ('scale_rewards', 'advantage', 'grpo'),
         ('scale_rewards', 'advantage_kwargs.eps', 0.0001),
         ('num_iterations × steps_per_generation ÷ gradient_accumulation_steps', 'deployment.reuse', 2),
@@ -315,7 +318,7 @@ def test_a_grpo_config_object_reads_without_trl():
     assert mapping.recipe.estimator == "ppo"
     assert mapping.recipe.estimator_kwargs == {"eps_low": 0.2, "eps_high": 0.28, "dual_clip": None,
                                                "aggregation": "token-mean", "rollout_is": "token_mask",
-                                               "rollout_is_max": 3.0, "rollout_is_min": 0.5}
+                                               "rollout_is_max": 3.0, "rollout_is_min": 0.5, "trl_metrics": "grpo"}
     assert mapping.deployment.reuse == 2 and mapping.deployment.group == 8  # 4 micro-steps per generation ÷ GA 2
     assert set(mapping.infrastructure) == {"output_dir", "learning_rate", "bf16"}
 
