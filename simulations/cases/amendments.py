@@ -159,6 +159,10 @@ def _round(cf: CaseFile, amendment: dict) -> Round:
                  cf.out_of_scope + moved)
 
 
+#: the second round's lr, as its amendment declares it (published_outcomes.yaml, point 4')
+ROUND2_LR = 3e-5
+
+
 def round_config(rnd: Round, case: Case, arm: str, seed: int = 0, population: int | None = None):
     """The ``RunConfig`` of one arm of a round-2 case on the regime, by the round's mapping: the
     regime task and its optimiser recipe (``simulations.regime.regime_config``), the arm's loss
@@ -180,6 +184,9 @@ def round_config(rnd: Round, case: Case, arm: str, seed: int = 0, population: in
         task_kwargs["samples_per_prompt"] = case.group_size
     d_probe = load_cases().mapping["d_probe"]
     lags = [staleness_of(a.get("lag"), d_probe).get("D", 0) for a in case.arms.values()]
+    # the amendment's text (point 4') fixes the lr at 3e-5, the regime's at the time; the regime's own
+    # default has moved since (docs/regime.md, third round), so the round states it, as it was declared
+    fields.setdefault("lr", float(scale.get("lr", ROUND2_LR)))
     return regime_config(task_kwargs=task_kwargs, **fields, frictions=frictions,
                          staleness=staleness_of(spec.get("lag"), d_probe), seed=seed, label=f"round2/{case.id}/{arm}",
                          steps=max(int(scale["steps"]), 4 * max(lags)))  # the first round's point 6
