@@ -53,13 +53,12 @@ def estimate_s(config: str, precision: str, workers: int, results: str) -> float
     return seconds
 
 
-def first_check(config: str, precision: str, workers: int, results: str, out: str) -> tuple[dict, str]:
-    """``sandbox check CONFIG --precision P --workers W --results R --out O`` as a user types it; the
-    row (with the dry run's estimate beside the measured time, and the load) and what it printed."""
+def _check(config: str, precision: str, workers: int, results: str, out: str) -> tuple[float, float, str]:
+    """Run ``sandbox check CONFIG --battery quick …`` as a user types it: (the dry run's estimate, the
+    wall seconds, what it printed); a non-zero exit stops the benchmark."""
     argv = ["check", config, "--battery", "quick", "--precision", precision, "--workers", str(workers),
             "--results", results, "--out", out, "--quiet"]
     estimate = estimate_s(config, precision, workers, results)
-    load = os.getloadavg()[0]
     printed = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(printed):
@@ -67,29 +66,28 @@ def first_check(config: str, precision: str, workers: int, results: str, out: st
     wall = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"sandbox {' '.join(argv)} exited {code}")
+    return estimate, wall, printed.getvalue()
+
+
+def first_check(config: str, precision: str, workers: int, results: str, out: str) -> tuple[dict, str]:
+    """``sandbox check CONFIG --precision P --workers W --results R --out O`` as a user types it; the
+    row (with the dry run's estimate beside the measured time, and the load) and what it printed."""
+    load = os.getloadavg()[0]
+    estimate, wall, printed = _check(config, precision, workers, results, out)
     row = builtin_data.first_run(default_store(results), as_battery("quick"))
     cpu = row["computed cpu_s"]
     row |= {"computed cpu_s": round(cpu, 1), "estimate_s": round(estimate, 1), "wall_s": round(wall, 1),
             "wall_min": round(wall / 60, 2), "wall/estimate": round(wall / max(estimate, 1e-9), 2),
             "cpu/workers/estimate": round(cpu / workers / max(estimate, 1e-9), 2),
             "load before": round(load, 1), "load after": round(os.getloadavg()[0], 1)}
-    return row, printed.getvalue()
+    return row, printed
 
 
 def warm_check(config: str, precision: str, workers: int, results: str, out: str) -> dict:
     """The same check again in the results folder a first check filled: the dry run's estimate, the
     wall time and the jobs it computed (none expected)."""
-    argv = ["check", config, "--battery", "quick", "--precision", precision, "--workers", str(workers),
-            "--results", results, "--out", out, "--quiet"]
-    estimate = estimate_s(config, precision, workers, results)
-    printed = io.StringIO()
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(printed):
-        code = sandbox_main(argv)
-    wall = time.perf_counter() - start
-    if code != 0:
-        raise SystemExit(f"sandbox {' '.join(argv)} exited {code}")
-    computed = sum(int(n) for n in re.findall(r"(\d+) computed", printed.getvalue()))
+    estimate, wall, printed = _check(config, precision, workers, results, out)
+    computed = sum(int(n) for n in re.findall(r"(\d+) computed", printed))
     return {"estimate_s": estimate, "wall_s": wall, "computed": computed}
 
 
