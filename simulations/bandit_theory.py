@@ -291,6 +291,16 @@ ASYNC_DATA = DataSpec(columns=("run_id", "job_id", "label", "seed", "member", "s
                       float32=("error", "cos_consecutive", "cos_consecutive_update", "lr_scale"))
 
 
+#: what prop2-multi-context's committed data keep (7 jobs: 3 estimators × 2 seed sets × 100 seeds × the logged
+#: steps, and the weights table): the columns its notebook and the loading read, of 48 — the unread gradient
+#: norms, entropies and cosines made the file 1.83 MB —, the error and the CE-oracle cosine (plotted) in single
+#: precision; the reference cosines stay float64: dg-closer-to-ce-every-step prints their smallest gap
+#: (9.8e-13), which float32 would round away, and max_rel_error too (the 1e-12 weight-formula CHECK)
+PROP2_DATA = DataSpec(columns=("run_id", "job_id", "label", "seed", "member", "step", "diverged", "steps", "log_points",
+                               "error", "cos_ce", "ref_dg_cos_ce", "ref_reinforce_cos_ce", "max_rel_error"),
+                      float32=("error", "cos_ce"))
+
+
 # ----------------------------------------------------------------------------- figures
 def _jobs(fn: str, label: str, **params) -> Job:
     return Job(f"simulations.bandit_theory:{fn}", params, label)
@@ -314,7 +324,7 @@ register_figure(Figure(
     "prop2-multi-context", "theory", "Prop. 2: exact gradients on the multi-context bandit",
     None, "notebooks/prop2_multi_context.py",
     plan=lambda fid: confirmed([Job.training(c) for c in prop2_runs(fid)], fid)
-    + [({"seed_set": "original"}, [_jobs("prop2_weights", "weights")])]))
+    + [({"seed_set": "original"}, [_jobs("prop2_weights", "weights")])], data_spec=PROP2_DATA))
 register_figure(Figure(
     "contamination", "theory", "Contaminated batches: perpendicular moments and finite-batch cosines",
     lambda fid: [_jobs("contamination_moments", "moments", deltas=list(FIDELITY[fid]["deltas"])),
