@@ -223,7 +223,7 @@ def _registry(name: str | None, entry):
     from sandbox.tasks import TASKS, load_tasks
 
     if name == "task" and isinstance(entry, str) and entry not in TASKS:
-        load_tasks()
+        load_tasks(entry)
     return {"task": TASKS, "estimator": ESTIMATORS, "advantage": ADVANTAGES}.get(name)
 
 

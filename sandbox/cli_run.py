@@ -39,7 +39,7 @@ def run_configs(config: RunConfig, seeds: int | None) -> list[RunConfig]:
     if not (isinstance(seeds, int) and seeds >= 1):
         raise ValueError(f"--seeds must be an integer ≥ 1, got {seeds!r}")
     if config.task not in TASKS:
-        load_tasks()
+        load_tasks(config.task)
     if one_model_per_run(TASKS.get(config.task), config.task_kwargs):  # the task's or its policy's (declared)
         return [config.replace(seed=config.seed + i) for i in range(seeds)]
     given = config.task_kwargs.get("population")

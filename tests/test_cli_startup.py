@@ -5,8 +5,10 @@ whose fingerprints run canaries."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import sandbox.jobs.backends as backends
 import sandbox.runtime.components as components
@@ -14,6 +16,7 @@ import sandbox.runtime.loop as loop
 from sandbox.cli import main
 from sandbox.jobs.store import ResultsStore
 
+ROOT = Path(__file__).resolve().parents[1]
 BANDIT = ["run", "--set", "task=bandit", "--set", "task_kwargs.K=5", "--set", "estimator=dg", "--set", "steps=3",
           "--quiet"]
 #: modules a run must not wait for before it trains (scipy.stats: ≈ 0.5 s; sandbox.check pulls it in)
@@ -35,6 +38,53 @@ def test_the_parser_and_a_one_seed_run_import_no_scipy_stats_nor_the_check():
     assert done.returncode == 0, done.stderr
     imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert imported == {"parser": [], "run": []}
+
+
+#: what a bandit run (the README's example) need not import: the other task families' modules and
+#: environments (``load_tasks(name)`` stops at the module that registers the run's task), and the
+#: heavy libraries of other commands
+NOT_ON_A_BANDIT_RUN = ("sandbox.tasks.sequences", "sandbox.tasks.regime", "sandbox.tasks.hf_text", "sandbox.tasks.mnist",
+                       "sandbox.envs.sequences", "sandbox.envs.text", "sandbox.envs.mnist", "sandbox.check",
+                       "sandbox.scoring.api", "scipy.stats", "matplotlib", "transformers", "ray", "yaml")
+
+
+def test_the_readme_run_imports_its_task_module_only_and_no_heavy_library():
+    argv = [*BANDIT, "--set", "steps=20", "--set", "staleness.kind=fixed", "--set", "staleness.D=4", "--seeds", "4",
+            "--no-store"]
+    code = PROBE.format(heavy=repr(NOT_ON_A_BANDIT_RUN), argv=repr(argv))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "mean [95% t-interval] over 4 seeds" in done.stdout  # the run's report was made
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert imported == {"parser": [], "run": []}
+
+
+TASK_BY_NAME = """
+import json, sys
+from sandbox.policies import POLICIES
+from sandbox.tasks import TASKS, load_tasks
+load_tasks({name!r})
+print(json.dumps({{"found": {name!r} in TASKS, "policies": POLICIES.names(),
+                   "modules": sorted(m for m in sys.modules if m.startswith("sandbox.tasks."))}}))
+"""
+
+
+def test_a_task_is_loaded_by_name_and_every_policy_family_without_any_task():
+    def probe(name):
+        done = subprocess.run([sys.executable, "-c", TASK_BY_NAME.format(name=name)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    bandit, sequence, unknown = probe("bandit"), probe("reverse_copy"), probe("no_such_task")
+    assert bandit["found"] and "sandbox.tasks.bandits" in bandit["modules"]
+    assert not {"sandbox.tasks.sequences", "sandbox.tasks.hf_text"} & set(bandit["modules"])
+    declared = {name for path in (ROOT / "sandbox" / "policies").rglob("*.py")
+                for name in re.findall(r'@register_policy\("(\w+)"\)', path.read_text())}
+    assert len(declared) >= 4 and bandit["policies"] == sorted(declared)  # every family found by name on any task
+    assert sequence["found"] and "sandbox.tasks.sequences" in sequence["modules"]
+    assert not unknown["found"] and {"sandbox.tasks.sequences", "sandbox.tasks.hf_text", "sandbox.tasks.mnist",
+                                     "sandbox.tasks.regime"} <= set(unknown["modules"])  # all looked in
 
 
 def test_no_store_skips_the_code_stamp_and_its_canaries(monkeypatch, tmp_path, capsys):

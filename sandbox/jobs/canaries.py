@@ -272,7 +272,7 @@ def tiny_task_kwargs(task: str, settings: dict) -> dict:
     from sandbox.tasks import TASKS, load_tasks
 
     if task not in TASKS:
-        load_tasks()
+        load_tasks(task)
     kwargs = {}
     for f in dataclasses.fields(TASKS.get(task)):
         if f.name in TINY and isinstance(f.default, int) and not isinstance(f.default, bool):

@@ -33,7 +33,7 @@ def _runs_on(task: str, device: str) -> bool:
     from sandbox.tasks import TASKS, load_tasks
 
     if task not in TASKS:
-        load_tasks()
+        load_tasks(task)
     return task in TASKS and device.split(":")[0] in TASKS.get(task).devices
 
 

@@ -53,16 +53,20 @@ def _registries() -> dict:
     from sandbox.envs.text import TEXT_ENVS
     from sandbox.estimators import ESTIMATORS
     from sandbox.frictions import FRICTIONS
-    from sandbox.tasks import TASKS, load_tasks
+    from sandbox.tasks import TASKS
 
-    load_tasks()
     return {"estimator": ESTIMATORS, "advantage": ADVANTAGES, "controller": CONTROLLERS, "friction": FRICTIONS,
             "task": TASKS, "sequence problem": SEQUENCE_ENVS, "text environment": TEXT_ENVS}
 
 
 def class_of(kind: str, name: str) -> type | None:
-    """The registered class of a component (None for the optimiser, schedule, runtime or unknown names)."""
+    """The registered class of a component (None for the optimiser, schedule, runtime or unknown names);
+    a task not registered yet is looked for in the tasks' entry points (``load_tasks``)."""
     registry = _registries().get(kind)
+    if kind == "task" and registry is not None and name not in registry:
+        from sandbox.tasks import load_tasks
+
+        load_tasks(name)
     return registry.get(name) if registry is not None and name in registry else None
 
 

@@ -52,7 +52,7 @@ def task_class(name: str) -> type:
     from sandbox.tasks import TASKS, load_tasks
 
     if isinstance(name, str) and name not in TASKS:
-        load_tasks()
+        load_tasks(name)
     return wrap("task", TASKS.get, name)
 
 
@@ -108,8 +108,9 @@ def build_frictions(frictions: Sequence = (), staleness: dict | None = None, nam
 
 
 def _label_tasks() -> list[str]:
-    from sandbox.tasks import TASKS
+    from sandbox.tasks import TASKS, load_tasks
 
+    load_tasks()  # every task's name, not only those this process imported
     return [name for name in TASKS.names() if TASKS.get(name).label_reward]
 
 

@@ -46,10 +46,13 @@ def register_task(name: str, *, replace: bool = False):
     return TASKS.register(name, replace=replace)
 
 
-def load_tasks() -> None:
-    """Import the modules that register tasks: the ``sandbox.tasks`` entry points (pyproject.toml);
-    imported on first use so that workers know every task."""
+def load_tasks(name: str | None = None) -> None:
+    """Import the modules that register tasks: the ``sandbox.tasks`` entry points (pyproject.toml),
+    in their order, imported on first use; with ``name``, only until one has registered it (a
+    bandit run imports no sequence, text or regime module), all of them when none does."""
     for entry in entry_points_of("sandbox.tasks").values():
+        if name is not None and name in TASKS:
+            return
         entry.load()
 
 
@@ -60,7 +63,7 @@ def make_task(name: str, **kwargs) -> Task:
     """``make_task("bandit", K=100, batch_size=100, population=10)``; sizes that cannot fit in
     memory are refused here, before anything is allocated (``check_task_memory``)."""
     if name not in TASKS:
-        load_tasks()
+        load_tasks(name)
     task = TASKS.make(name, **kwargs)
     check_task_memory(task)
     return task
