@@ -229,7 +229,7 @@ def _prepare(figure, jobs, store, registry, results_dir, figures_dir, fidelity, 
                     "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "claims_failed": err is not None})
                 if fidelity in CLAIMS_FILE_FIDELITIES and not base_seed:  # the per-seed data CLAIMS.md links
                     figure_data.export(jobs, store, figures_dir / "data" / f"{figure.name}.parquet",
-                                       getattr(figure, "data_spec", None))
+                                       figure_data.DataSpec.of(getattr(figure, "data_spec", None)))
 
             fig.complete = complete
     except Exception as err:  # report and go on to the next figure

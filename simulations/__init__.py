@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from sandbox.analysis.figure_data import DataSpec
 from sandbox.analysis.stability import carried_to_budget
 from sandbox.core.plugins import entry_points_of
 from sandbox.core.validation import check_choice
@@ -50,7 +49,9 @@ class Figure:
     jobs: Callable[[str], list[Job]] | None
     notebook: str  # path relative to the repository root
     plan: Callable[[str], Plan] | None = None
-    data_spec: DataSpec | None = None  # what its committed data file keeps of each job's result (None: all of it)
+    #: what its committed data file keeps of each job's result, ``figure_data.DataSpec``'s fields as a mapping
+    #: (None: all of it); a mapping, since job code must not import that presentation module
+    data_spec: dict | None = None
 
     def __post_init__(self) -> None:
         if (self.jobs is None) == (self.plan is None):

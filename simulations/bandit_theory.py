@@ -14,7 +14,6 @@ import pandas as pd
 import torch
 
 from sandbox.advantages import make_advantage
-from sandbox.analysis.figure_data import DataSpec
 from sandbox.core.seeding import derived_generator
 from sandbox.diagnostics import cosine, perpendicular, perpendicular_second_moment
 from sandbox.envs.bandits import exact_pg
@@ -286,9 +285,9 @@ def async_runs(fidelity: str, seed: int = 0) -> list[RunConfig]:
 #: columns its notebook and the loading read, of 48 — the other 18 metrics made the file 3.39 MB —, the
 #: cosines, error and step scale in single precision; ESS/B stays float64: its synchronous CHECK prints
 #: the float64 rounding (|ESS/B − 1| = 4.4e-16), which float32 would round away
-ASYNC_DATA = DataSpec(columns=("run_id", "job_id", "label", "seed", "member", "step", "diverged", "steps", "log_points",
-                               "error", "cos_consecutive", "cos_consecutive_update", "ess_frac", "lr_scale"),
-                      float32=("error", "cos_consecutive", "cos_consecutive_update", "lr_scale"))
+ASYNC_DATA = {"columns": ("run_id", "job_id", "label", "seed", "member", "step", "diverged", "steps", "log_points",
+                          "error", "cos_consecutive", "cos_consecutive_update", "ess_frac", "lr_scale"),
+              "float32": ("error", "cos_consecutive", "cos_consecutive_update", "lr_scale")}
 
 
 #: what prop2-multi-context's committed data keep (7 jobs: 3 estimators × 2 seed sets × 100 seeds × the logged
@@ -296,9 +295,9 @@ ASYNC_DATA = DataSpec(columns=("run_id", "job_id", "label", "seed", "member", "s
 #: norms, entropies and cosines made the file 1.83 MB —, the error and the CE-oracle cosine (plotted) in single
 #: precision; the reference cosines stay float64: dg-closer-to-ce-every-step prints their smallest gap
 #: (9.8e-13), which float32 would round away, and max_rel_error too (the 1e-12 weight-formula CHECK)
-PROP2_DATA = DataSpec(columns=("run_id", "job_id", "label", "seed", "member", "step", "diverged", "steps", "log_points",
-                               "error", "cos_ce", "ref_dg_cos_ce", "ref_reinforce_cos_ce", "max_rel_error"),
-                      float32=("error", "cos_ce"))
+PROP2_DATA = {"columns": ("run_id", "job_id", "label", "seed", "member", "step", "diverged", "steps", "log_points",
+                          "error", "cos_ce", "ref_dg_cos_ce", "ref_reinforce_cos_ce", "max_rel_error"),
+              "float32": ("error", "cos_ce")}
 
 
 # ----------------------------------------------------------------------------- figures

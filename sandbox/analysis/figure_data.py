@@ -74,6 +74,12 @@ class DataSpec:
         if stray:
             raise ValueError(f"float32 must name kept columns, got {stray}: not in columns")
 
+    @classmethod
+    def of(cls, spec) -> DataSpec | None:
+        """``spec`` as a ``DataSpec``: None, a ``DataSpec``, or a mapping of its fields (how a figure's
+        registration declares it: job code must not import this presentation module)."""
+        return spec if spec is None or isinstance(spec, cls) else cls(**{k: tuple(v) for k, v in spec.items()})
+
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with the kept columns alone, in its order, the ``float32`` ones in single precision."""
         frame = frame[[c for c in frame.columns if c in self.columns]] if self.columns else frame

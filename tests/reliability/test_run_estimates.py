@@ -92,9 +92,10 @@ def test_a_policy_the_task_cannot_size_keeps_the_step_bound(tmp_path):
 
 
 def test_regime_beyond_the_time_limit_is_one_line_naming_the_field_and_the_estimate():
-    """The regime task's transformer (its RL steps; the cached SFT warm start is left out)."""
+    """The regime task's transformer (its RL steps; the cached SFT warm start is left out): at T = 21 its
+    rows are P + T = 8 + 21 = 29 tokens (5.21e+09 FLOP at the T = 16 of the second round: ×29/22)."""
     assert refusal("regime", 10**9) == (
-        "steps 1000000000 of task 'regime' would take at least 3,616 h (steps × max(0.0001 s, 5.21e+09 FLOP per "
+        "steps 1000000000 of task 'regime' would take at least 4,776 h (steps × max(0.0001 s, 6.88e+09 FLOP per "
         "step / 2e+11 FLOP/s per core)), more than $SANDBOX_MAX_RUN_HOURS = 168 h; use fewer steps or smaller sizes")
 
 
