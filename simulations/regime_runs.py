@@ -9,10 +9,11 @@
 
 Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
 step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
-a smoke test (its file name then says so, and the table ignores it). ``--lr`` and ``--task KEY=VALUE``
-make a **pilot**, a run off the declared arms that chooses a knob: it is written to
+a smoke test (its file name then says so, and the table ignores it). ``--lr``, ``--task KEY=VALUE``
+and ``--friction KEY=VALUE`` (a knob of the arm's friction, e.g. ``tail_rate=0.01``) make a **pilot**, a run off the declared arms that chooses a knob: it is written to
 ``simulations/data/regime/pilot/`` (its name says its changes), never read by the table, and its
-numbers are printed by ``pilots`` against the negative control's rule.
+numbers are printed by ``pilots`` against the negative control's rule and the positive control's
+collapse count.
 """
 
 from __future__ import annotations
@@ -87,10 +88,10 @@ def arm_config(arm: Arm, base_seed: int, seeds: int = 8, steps: int | None = Non
 
 
 def data_path(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, changes: dict | None = None) -> Path:
-    """Where a run's trajectories go: the arm's file, a smoke run's, or (``changes``: lr or task knobs
-    off the declared arm) a pilot's."""
+    """Where a run's trajectories go: the arm's file, a smoke run's, or (``changes``: lr, task or
+    friction knobs off the declared arm; friction knobs as ``friction.KEY``) a pilot's."""
     if changes:
-        tail = "".join(f"-{k}{v}" for k, v in sorted(changes.items()))
+        tail = "".join(f"-{k.removeprefix('friction.')}{v}" for k, v in sorted(changes.items()))
         return DATA / "pilot" / f"{arm}-b{base_seed}-s{seeds}-t{steps or ARMS[arm].steps}{tail}.parquet"
     full = seeds == 8 and steps in (None, ARMS[arm].steps)
     return DATA / (f"{arm}-b{base_seed}.parquet" if full else f"smoke-{arm}-b{base_seed}-s{seeds}-t{steps}.parquet")
@@ -100,7 +101,7 @@ def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, ever
         changes: dict | None = None) -> Path:
     """Probe one arm and write its trajectories (atomically: a killed run leaves no file), stamped
     with the commit of the tree that made them (``-dirty``: uncommitted changes); ``changes``
-    (``lr`` and task knobs) make it a pilot (``data_path``)."""
+    (``lr``, task knobs, ``friction.KEY`` knobs of the arm's friction) make it a pilot (``data_path``)."""
     from sandbox.analysis.provenance import git_commit
     from simulations.regime import probe
 
@@ -108,6 +109,9 @@ def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, ever
     path = data_path(arm, base_seed, seeds, steps, changes)
     lr = changes.pop("lr", None)
     declared = ARMS[arm] if lr is None else replace(ARMS[arm], lr=lr)
+    friction = {k.removeprefix("friction."): changes.pop(k) for k in sorted(changes) if k.startswith("friction.")}
+    if friction:
+        declared = replace(declared, frictions=with_friction_knobs(declared, friction))
     commit = git_commit()  # read before the run: the code that runs
     frame = probe(arm_config(declared, base_seed, seeds, steps, **changes), every=every)
     frame["arm"], frame["base_seed"], frame["commit"] = arm, base_seed, commit
@@ -118,17 +122,28 @@ def run(arm: str, base_seed: int, seeds: int = 8, steps: int | None = None, ever
     return path
 
 
+def with_friction_knobs(arm: Arm, knobs: dict) -> tuple:
+    """``arm``'s frictions with ``knobs`` set on its one friction (a pilot of a friction knob)."""
+    if len(arm.frictions) != 1:
+        raise ValueError(f"--friction needs an arm with exactly one friction; {arm.name!r} has {len(arm.frictions)}")
+    name, kwargs = arm.frictions[0]
+    return ((name, {**kwargs, **knobs}),)
+
+
 def pilots() -> pd.DataFrame:
-    """One row per pilot file: the negative control's numbers (``simulations.regime.negative_control``)
-    and the lag-10 KL over the first 200 steps (median over seeds)."""
-    from simulations.regime import negative_control
+    """One row per pilot file: the negative control's numbers (``simulations.regime.negative_control``),
+    the lag-10 KL over the first 200 steps (median over seeds), the seeds collapsed by the positive
+    control's rule (``simulations.regime.collapsed``), and the largest max |π − μ| (median over seeds)."""
+    from simulations.regime import collapsed, negative_control
 
     rows = []
     for path in sorted((DATA / "pilot").glob("*.parquet")):
         frame = pd.read_parquet(path)
         early = frame[frame["step"] <= 200].groupby("member")["lag_k3"].mean().median()
         rows.append({"pilot": path.stem, "commit": frame["commit"].iloc[0] if "commit" in frame else "",
-                     **negative_control(frame), "lag10_k3_early": float(early)})
+                     **negative_control(frame), "lag10_k3_early": float(early),
+                     "collapsed": int(collapsed(frame).sum()), "seeds": int(frame["member"].nunique()),
+                     "max_gap": float(frame.groupby("member")["max_abs_dp"].max().median())})
     return pd.DataFrame(rows)
 
 
@@ -166,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--lr", type=float, default=None, help="a pilot: this lr instead of the arm's")
     r.add_argument("--task", action="append", default=[], metavar="KEY=VALUE",
                    help="a pilot: a regime task knob (a number), e.g. sft_slip_spread=0.35")
+    r.add_argument("--friction", action="append", default=[], metavar="KEY=VALUE",
+                   help="a pilot: a knob of the arm's friction (a number), e.g. tail_rate=0.01")
     sub.add_parser("pilots", help="print the pilots' numbers against the negative control's rule")
     t = sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
     t.add_argument("--figure", default=None, help="also draw the trajectories to this PNG (docs/regime.png)")
@@ -174,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(calibrate(args.base_seed), indent=1))
     elif args.command == "run":
         changes = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.task)}
+        changes.update({f"friction.{k}": json.loads(v) for k, v in (kv.split("=", 1) for kv in args.friction)})
         changes.update({"lr": args.lr} if args.lr is not None else {})
         print(run(args.arm, args.base_seed, args.seeds, args.steps, changes=changes))
     elif args.command == "pilots":
@@ -194,4 +212,5 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "pilots", "run"]
+__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "pilots", "run",
+           "with_friction_knobs"]

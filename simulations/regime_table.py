@@ -126,13 +126,15 @@ def controls(frame: pd.DataFrame, roles: dict[str, str]) -> str:
 
 def pilot_table(pilots: pd.DataFrame) -> str:
     """The pilots (``simulations.regime_runs.pilots``) as Markdown: each one's changes, the negative
-    control's numbers and verdict, and its early lag-10 KL."""
+    control's numbers and verdict, its early lag-10 KL, its largest |π − μ| and its collapsed seeds."""
     lines = ["| pilot (base seed 5, 4 seeds) | made at | error first → last | min entropy | max zero-adv | "
-             "lag-10 KL, steps ≤ 200 | the negative control's rule |", "|---|---|---|---|---|---|---|"]
+             "lag-10 KL, steps ≤ 200 | max \\|π − μ\\| | collapsed (positive rule) | the negative control's rule |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in pilots.itertuples():
         failed = [k for k in ("learns", "entropy", "zero_adv") if not getattr(r, k)]
         lines.append(f"| `{r.pilot}` | `{r.commit}` | {r.first_error:.3f} → {r.last_error:.3f} | {r.min_entropy:.3f} | "
-                     f"{r.max_zero_adv:.2f} | {r.lag10_k3_early:.2e} | {'holds' if not failed else 'fails: ' + ', '.join(failed)} |")
+                     f"{r.max_zero_adv:.2f} | {r.lag10_k3_early:.2e} | {r.max_gap:.2g} | {r.collapsed} of {r.seeds} | "
+                     f"{'holds' if not failed else 'fails: ' + ', '.join(failed)} |")
     return "\n".join(lines)
 
 

@@ -119,3 +119,17 @@ def test_a_pilot_is_written_apart_named_by_its_changes_and_never_read_by_the_tab
     assert path == DATA / "pilot" / "control-b5-s4-t1000-lr3e-05-sft_slip_spread0.35.parquet"
     assert data_path("control", 0) == DATA / "control-b0.parquet"
     assert data_path("lag16-seq-is", 1, 4, 20).name == "smoke-lag16-seq-is-b1-s4-t20.parquet"
+
+
+def test_a_friction_pilot_sets_the_arms_one_friction_and_is_named_by_the_knob():
+    import pytest
+
+    from simulations.regime_runs import ARMS, BITS, DATA, data_path, with_friction_knobs
+
+    path = data_path("bf16", 5, 4, None, {"friction.tail_rate": 0.01})
+    assert path == DATA / "pilot" / "bf16-b5-s4-t1000-tail_rate0.01.parquet"
+    frictions = with_friction_knobs(ARMS["bf16"], {"tail_rate": 0.01})
+    assert frictions == (("sampler_rounding", {"mantissa_bits": BITS["bf16"], "tail_rate": 0.01}),)
+    assert ARMS["bf16"].frictions[0][1] == {"mantissa_bits": BITS["bf16"]}  # the declared arm is untouched
+    with pytest.raises(ValueError, match="exactly one friction; 'control' has 0"):
+        with_friction_knobs(ARMS["control"], {"tail_rate": 0.01})
