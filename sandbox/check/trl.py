@@ -173,6 +173,10 @@ def _correction(s: Settings, name: str, kwargs: dict) -> None:
                                  f"{name}.rollout_is", s["vllm_importance_sampling_mode"])
     key = "vllm_importance_sampling_cap" if cap is not None else "vllm_importance_sampling_clip_max"
     top = s[key]
+    if str(s["vllm_importance_sampling_mode"]).endswith("truncate") and top is None \
+            and s["vllm_importance_sampling_clip_min"] is None:
+        s.refuse(key, "a *_truncate mode without vllm_importance_sampling_clip_min or _clip_max: GRPOConfig refuses "
+                      "it (TRL 1.16.0, grpo_config.py __post_init__)")
     kwargs["rollout_is_max"] = s.map(key, f"{name}.rollout_is_max", float("inf") if top is None else top)
     if s["vllm_importance_sampling_clip_min"] is not None:
         kwargs["rollout_is_min"] = s.map("vllm_importance_sampling_clip_min", f"{name}.rollout_is_min")

@@ -25,6 +25,7 @@ from sandbox.core.terms import EstimatorOutput, PGTerms, TokenLoss
 from sandbox.core.validation import check_choice, check_range
 from sandbox.estimators.rollout_corr import check_verl_metrics, rollout_corr_metrics
 from sandbox.estimators.trl_metrics import TRAINERS, trl_async_metrics, trl_sampling_metrics
+from sandbox.estimators.trl_metrics import check_bounds as check_trl_bounds
 
 #: the rollout IS correction's modes (``Estimator.rollout_is``): granularity × constraint, TRL's names
 ROLLOUT_IS_MODES: tuple[str, ...] = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
@@ -205,6 +206,8 @@ class Estimator:
             if self.trl_metrics == "grpo" and self.rollout_is is None:
                 raise ValueError("trl_metrics='grpo' needs rollout_is: GRPOTrainer logs its sampling/* metrics only "
                                  "with its vLLM correction")
+            if self.trl_metrics == "grpo":  # the bounds GRPOConfig accepts for this mode
+                check_trl_bounds(self.rollout_is, _open(self.rollout_is_max), self.rollout_is_min)
         self.check()
 
     def check(self) -> None:

@@ -118,6 +118,8 @@ def test_m8_yaml_floats_read_as_hydra_and_trl_read_them(tmp_path):
     ({**GRPO, C + "bypass_mode": "true"}, rf"^{C}bypass_mode must be true or false"),
     ({**GRPO, A + "policy_loss.loss_mode": "cispo", A + "clip_ratio_high": "0.2"},
      rf"^{A}clip_ratio_high must be a number"),
+    ({"num_generations": 8, "use_vllm": True, "vllm_importance_sampling_mode": "sequence_truncate",
+      "vllm_importance_sampling_clip_max": None}, r"^vllm_importance_sampling_clip_max=None: a \*_truncate mode"),
 ])
 def test_bad_values_name_their_key(config, message):
     with pytest.raises(ValueError, match=message) as err:

@@ -20,8 +20,8 @@ MASK = torch.tensor([[True, True, False], [True, True, True]])
 DIFF_MEAN, DIFF_MAX = 7 * LN2 / 5, 3 * LN2  # |Δ| over the 5 valid tokens: ln 2 × (1, 2, 1, 0, 3)
 
 
-def _metrics(mode, clip_max=3.0, clip_min=None, delta=DELTA, mask=MASK):
-    out = trl_sampling_metrics(MU + delta, MU, mask, mode, clip_max, clip_min)
+def _metrics(mode, clip_max=3.0, clip_min=None, delta=DELTA, mask=MASK, mu=MU):
+    out = trl_sampling_metrics(MU + delta, mu, mask, mode, clip_max, clip_min)
     return {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: float(v) for k, v in out.items()}
 
 
@@ -98,3 +98,39 @@ def test_async_grpo_ratio_and_kl_by_hand():
                     behavior_logp=MU)  # π_old = μ: AsyncGRPOTrainer never recomputes it
     logged = make_estimator("ppo", trl_metrics="async_grpo")(terms).metrics
     assert {k: float(logged[k]) for k in ("ratio", "kl")} == pytest.approx({"ratio": 15.5 / 5, "kl": kl})
+
+
+def test_a_truncate_mode_needs_a_bound_as_grpoconfig_requires():
+    """GRPOConfig refuses a ``*_truncate`` mode with neither clip bound (tests/conformance/test_trl_metrics.py);
+    so do the metrics, the estimator that logs them and ``sandbox check``."""
+    from sandbox.check import map_config
+
+    for mode in ("token_truncate", "sequence_truncate"):
+        with pytest.raises(ValueError, match="needs clip_max or clip_min"):
+            trl_sampling_metrics(MU, MU, MASK, mode, None, None)
+        with pytest.raises(ValueError, match="needs clip_max or clip_min"):
+            make_estimator("ppo", rollout_is=mode, rollout_is_max=math.inf, trl_metrics="grpo")
+        with pytest.raises(ValueError, match=r"^vllm_importance_sampling_clip_max=None: a \*_truncate mode"):
+            map_config({"num_generations": 8, "use_vllm": True, "vllm_importance_sampling_mode": mode,
+                        "vllm_importance_sampling_clip_max": None})
+    assert _metrics("token_truncate", None, 0.8)["importance_sampling_ratio/min"] == pytest.approx(0.8)  # one: enough
+    with pytest.raises(ValueError, match="clip_min must be in"):  # GRPOConfig: clip_min < clip_max
+        trl_sampling_metrics(MU, MU, MASK, "token_mask", 2.0, 2.0)
+
+
+def test_a_token_vllm_could_not_score_is_left_out_as_trl_does():
+    """μ NaN on the first token (Δ = ln 2): TRL leaves it out of |Δ|'s mean and max and weights it
+    exp(0) = 1; the masked 9.0 stays out. Token ratios 1, 4, ½, 1, 8 (token_mask, no bound); answer
+    ratios 4 and 4; an infinite Δ is ±the largest float before the answer's sum, so +∞ − ∞ gives 1."""
+    mu = MU.clone()
+    mu[0, 0] = math.nan
+    m = _metrics("token_mask", None, None, mu=mu)
+    assert m["sampling_logp_difference/mean"] == pytest.approx(6 * LN2 / 4)
+    assert m["sampling_logp_difference/max"] == pytest.approx(3 * LN2)
+    assert m["importance_sampling_ratio/mean"] == pytest.approx(14.5 / 5)
+    assert _metrics("sequence_mask", None, None, mu=mu)["importance_sampling_ratio/mean"] == pytest.approx(4.0)
+    old = MU + DELTA
+    old[1, 0], mu[0, 0], mu[1, 2] = -math.inf, MU[0, 0], -math.inf  # answer 2: Δ = +∞ and −∞
+    out = trl_sampling_metrics(old, mu, MASK, "sequence_truncate", 5.0)
+    assert float(out["sampling/importance_sampling_ratio/min"]) == 1.0
+    assert float(out["sampling/sampling_logp_difference/max"]) == math.inf
