@@ -15,9 +15,9 @@ import pandas as pd
 
 START = 50
 #: the arms' columns, in this order (``simulations.regime_runs.ARMS``)
-ARM_ORDER = ("control", "bf16", "bf16-long", "lag10-tis", "lag16-seq-is", "control-long", "lag16-seq-is-long")
+ARM_ORDER = ("control", "bf16", "bf16-tail", "bf16-long", "lag10-tis", "lag16-seq-is", "control-long", "lag16-seq-is-long")
 
-#: (column, label, the arm whose value is compared, published (low, high) or None, the published text)
+#: (column, label, the arm (or arms) whose value is compared, published (low, high) or None, the published text)
 ROWS = (
     ("error", "error (1 − pass rate), eval", None, None, "—"),
     ("entropy", "policy entropy, nats/token", "control", None,
@@ -28,7 +28,7 @@ ROWS = (
      "mismatch, is ≈ 2.5–4e-4 on MATH [fig, mit-han-lab/vcpo figures/vcpo_results.png]"),
     ("lag_k3", "lag-10 KL(π_{t−10}‖π_t), k3", "control", (4e-4, 6e-4),
      "≈ 4–6e-4 (VCPO k = 10, MATH), ≈ 1–2e-3 (Countdown) [fig, vcpo_results.png]"),
-    ("kl_k3", "sampler–learner KL(μ‖π), k3, per token", "bf16", (1e-3, 1e-3),
+    ("kl_k3", "sampler–learner KL(μ‖π), k3, per token", ("bf16", "bf16-tail"), (1e-3, 1e-3),
      "bf16 ≈ 1e-3 at the start, rising to ≈ 2 by step ≈ 600 before GRPO's collapse [fig, "
      "sail-sg/Precision-RL figures/verl_oat_fix.png, OAT row]; vllm-kl 5e-4–1e-3 on H20, "
      "[1e-3, 2e-2] and [2e-2, 1e-1] in pre-collapse batches [read, 'When Speed Kills Stability']"),
@@ -37,7 +37,7 @@ ROWS = (
      "bf16 sequence KL 7.64, fp16 0.32; drift −1.01 / −0.07 nats per 1,000 tokens [in-figure text, "
      "Precision-RL figures/offline_mismatch.png] — at thousands of tokens"),
     ("tail_mass", "sampled tokens with μ < 1e-3", "bf16", None, "unknown"),
-    ("max_abs_dp", "max \\|π − μ\\| over sampled tokens", "bf16", (1.0, 1.0),
+    ("max_abs_dp", "max \\|π − μ\\| over sampled tokens", ("bf16", "bf16-tail"), (1.0, 1.0),
      "≈ 1 for single tokens from step 0 in bf16 (min of π − μ ≈ −1) [fig, verl_oat_fix.png, verl row]"),
     ("truncated", "truncated answers (no EOS in T)", "control", None,
      "unknown as a rate; collapsed runs run to the maximum length [read, verl #2736, #1121]"),
@@ -85,10 +85,9 @@ def table(frame: pd.DataFrame) -> str:
         for a in arms:
             sub = frame[frame.arm == a]
             cells.append(f"{_fmt(_window(sub, column, False))} → {_fmt(_window(sub, column, True))}")
-        ratio = "—"
-        if band is not None and compared in arms:
-            ratio = " → ".join(_distance(_window(frame[frame.arm == compared], column, late), band)
-                               for late in (False, True)) + f" ({compared})"
+        shown = [a for a in ((compared,) if isinstance(compared, str) else compared or ()) if a in arms]
+        ratio = "; ".join(" → ".join(_distance(_window(frame[frame.arm == a], column, late), band)
+                                     for late in (False, True)) + f" ({a})" for a in shown) if band and shown else "—"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} | {ratio} |")
     return "\n".join(lines)
 
