@@ -25,7 +25,7 @@ import os
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox.analysis import claim_audit, figure_data, provenance
@@ -302,6 +302,10 @@ def reproduce(names=None, fidelity: str = "quick", results_dir: str | os.PathLik
         every = write_claims_json(figures_dir / CLAIMS_JSON, registry.select(), fidelity, results_dir, base_seed,
                                   ran={f.name for f in chosen}, published=published, starts=rules.get("starts"),
                                   failed=failed)
+        settled = {}
+        for claim in every:  # the verdicts as CLAIMS.md shows them (settled across figures), for the summary
+            settled.setdefault(claim.figure, []).append(claim)
+        outcomes = [replace(o, claims=settled[o.name]) if o.made and o.name in settled else o for o in outcomes]
         audit = claim_audit.audit(every, published=published, **rules)
         for line in audit:
             log.warning("claims audit: %s", line)

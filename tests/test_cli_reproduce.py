@@ -253,3 +253,29 @@ def test_a_notebook_keeps_the_restored_committed_results_whatever_code_made_them
     monkeypatch.setenv("SANDBOX_KEEP", str(tmp_path / "missing.json"))
     with pytest.raises(ValueError, match="^SANDBOX_KEEP: .*missing.json"):
         simulations.results("gate", "paper", store, workers=1, progress=False)
+
+
+def test_the_summary_counts_the_verdicts_claims_md_shows(tmp_path, monkeypatch):
+    """The closing count line reads the claims as settled across figures for CLAIMS.md (a row the
+    audit makes INFO is INFO in both), not the notebook's raw verdicts."""
+    import dataclasses
+
+    from sandbox.analysis.claims import ClaimBook
+
+    def failing(source, output, env, progress=True):
+        book = ClaimBook("gate", env["SANDBOX_CLAIMS"])
+        book.less("dg-below-pg", "DG's error is below PG's", [0.5, 0.6, 0.7], [0.1, 0.2, 0.1])
+        Path(env["SANDBOX_FIGURES"]).mkdir(parents=True, exist_ok=True)
+        (Path(env["SANDBOX_FIGURES"]) / "gate.png").write_bytes(b"png")
+
+    written = rep.write_claims_json
+
+    def settled_as_info(*args, **kwargs):  # stands in for a cross-figure rule that settles the row as INFO
+        return [dataclasses.replace(c, passed=None) for c in written(*args, **kwargs)]
+
+    monkeypatch.setattr(rep, "execute_notebook", failing)
+    monkeypatch.setattr(rep, "write_claims_json", settled_as_info)
+    dirs = {"results_dir": tmp_path / "r", "figures_dir": tmp_path / "f"}
+    (outcome,) = rep.reproduce(["gate"], fidelity="paper", workers=1, progress=False, **dirs)
+    assert [c.verdict for c in outcome.claims] == ["INFO"]
+    assert "evidence: 0 PASS, 0 FAIL, 1 INFO" in rep.summary([outcome])
