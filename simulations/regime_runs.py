@@ -6,6 +6,7 @@
     python -m simulations.regime_runs table --figure docs/regime.png   # the docs' tables and figure
     python -m simulations.regime_runs run control --base-seed 5 --seeds 4 --lr 2e-5   # a pilot
     python -m simulations.regime_runs pilots                     # the pilots' numbers (docs/regime.md)
+    python -m simulations.regime_runs docs                       # rewrite docs/regime.md's tables and figure
 
 Runs write their per-seed trajectories to ``simulations/data/regime/ARM-bBASE.parquet`` (one row per
 step and seed; ``simulations.regime.probe``'s columns). ``--steps`` and ``--seeds`` shrink a run for
@@ -26,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 DATA = Path(__file__).parent / "data" / "regime"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 #: the sampler's mantissa bits whose k3 KL(μ‖π) at the warm start is the published bf16 (≈ 1e-3)
 #: and fp16 (≈ 1e-5) level (Precision-RL, figures/verl_oat_fix.png), measured by ``calibrate``
@@ -167,6 +169,15 @@ def calibrate(base_seed: int = 0, seeds: int = 8) -> dict:
     return out
 
 
+def doc_blocks() -> dict[str, str]:
+    """docs/regime.md's generated blocks (``regime_table.DOC_MARKERS``) from the committed data."""
+    from simulations.regime_table import controls, pilot_table, table
+
+    frame = load()
+    return {"regime-pilots": pilot_table(pilots()), "regime-table": table(frame),
+            "regime-controls": controls(frame, {name: arm.role for name, arm in ARMS.items()}) if not frame.empty else ""}
+
+
 def load(arms=None) -> pd.DataFrame:
     """Every full run's trajectories (smoke runs left out)."""
     files = [p for p in sorted(DATA.glob("*.parquet")) if not p.name.startswith("smoke-")]
@@ -193,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("pilots", help="print the pilots' numbers against the negative control's rule")
     t = sub.add_parser("table", help="print the regime table (docs/regime.md) from the committed data")
     t.add_argument("--figure", default=None, help="also draw the trajectories to this PNG (docs/regime.png)")
+    sub.add_parser("docs", help="rewrite docs/regime.md's generated blocks and docs/regime.png from the committed data")
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         print(json.dumps(calibrate(args.base_seed), indent=1))
@@ -201,6 +213,13 @@ def main(argv: list[str] | None = None) -> None:
         changes.update({f"friction.{k}": json.loads(v) for k, v in (kv.split("=", 1) for kv in args.friction)})
         changes.update({"lr": args.lr} if args.lr is not None else {})
         print(run(args.arm, args.base_seed, args.seeds, args.steps, changes=changes))
+    elif args.command == "docs":
+        from simulations.regime_table import plot, refresh_docs
+
+        page = DOCS / "regime.md"
+        page.write_text(refresh_docs(page.read_text(), doc_blocks()))
+        plot(load(), DOCS / "regime.png")
+        print(f"{page} and regime.png rewritten from {DATA}")
     elif args.command == "pilots":
         from simulations.regime_table import pilot_table
 
@@ -219,5 +238,5 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "load", "pilots", "run",
-           "with_friction_knobs"]
+__all__ = ["ARMS", "Arm", "BITS", "DATA", "LONG_LR", "arm_config", "calibrate", "data_path", "doc_blocks", "load",
+           "pilots", "run", "with_friction_knobs"]

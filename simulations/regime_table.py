@@ -10,6 +10,7 @@ those verified against their sources (``docs/regime.md``, Sources; [fig] read of
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -137,7 +138,27 @@ def pilot_table(pilots: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ARM_ORDER", "ROWS", "START", "controls", "pilot_table", "table"]
+#: docs/regime.md's generated blocks, each between ``<!-- MARKER: … -->`` and ``<!-- /MARKER -->``
+DOC_MARKERS = ("regime-pilots", "regime-table", "regime-controls")
+
+
+def doc_block(page: str, marker: str) -> str | None:
+    """The text between ``marker``'s comments in ``page`` (None when the markers are missing)."""
+    found = re.search(rf"<!-- {marker}:[^>]*-->\n(.*?)\n<!-- /{marker} -->", page, re.S)
+    return found.group(1) if found else None
+
+
+def refresh_docs(page: str, blocks: dict[str, str]) -> str:
+    """``page`` with each generated block (``blocks``: marker → text) rewritten."""
+    for marker, text in blocks.items():
+        if doc_block(page, marker) is None:
+            raise ValueError(f"docs/regime.md must hold the markers of {marker!r} once")
+        page = re.sub(rf"(<!-- {marker}:[^>]*-->\n)(.*?)(\n<!-- /{marker} -->)",
+                      lambda m: m.group(1) + text.strip() + m.group(3), page, count=1, flags=re.S)
+    return page
+
+
+__all__ = ["ARM_ORDER", "DOC_MARKERS", "ROWS", "START", "controls", "doc_block", "pilot_table", "refresh_docs", "table"]
 
 
 #: the trajectories the figure shows: (column, title, log scale)

@@ -1,34 +1,25 @@
-"""docs/regime.md's table is the one the committed regime data give (generated, never kept by hand)."""
+"""docs/regime.md's tables are the ones the committed regime data give (generated, never kept by hand)."""
 
-import re
 from pathlib import Path
 
-from simulations.regime_runs import ARMS, load, pilots
-from simulations.regime_table import controls, pilot_table, table
+import pytest
+
+from simulations.regime_runs import doc_blocks
+from simulations.regime_table import DOC_MARKERS, doc_block, refresh_docs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "regime.md"
 
 
-def test_the_docs_table_is_generated_from_the_committed_data():
-    text = DOC.read_text()
-    block = re.search(r"<!-- regime-table:[^>]*-->\n(.*?)\n<!-- /regime-table -->", text, re.S)
-    assert block, "docs/regime.md lost its generated table markers"
-    assert block.group(1).strip() == table(load()).strip(), \
-        "docs/regime.md's table is stale: paste `python -m simulations.regime_runs table`"
+@pytest.mark.parametrize("marker", DOC_MARKERS)
+def test_the_docs_blocks_are_generated_from_the_committed_data(marker):
+    block = doc_block(DOC.read_text(), marker)
+    assert block is not None, f"docs/regime.md lost its generated {marker} markers"
+    assert block.strip() == doc_blocks()[marker].strip(), \
+        f"docs/regime.md's {marker} block is stale: run `python -m simulations.regime_runs docs`"
 
 
-def test_the_docs_controls_are_generated_from_the_committed_data():
-    text = DOC.read_text()
-    block = re.search(r"<!-- regime-controls:[^>]*-->\n(.*?)\n<!-- /regime-controls -->", text, re.S)
-    assert block, "docs/regime.md lost its generated controls markers"
-    want = controls(load(), {name: arm.role for name, arm in ARMS.items()})
-    assert block.group(1).strip() == want.strip(), \
-        "docs/regime.md's controls are stale: paste the second block of `python -m simulations.regime_runs table`"
-
-
-def test_the_docs_pilots_are_generated_from_the_committed_pilots():
-    text = DOC.read_text()
-    block = re.search(r"<!-- regime-pilots:[^>]*-->\n(.*?)\n<!-- /regime-pilots -->", text, re.S)
-    assert block, "docs/regime.md lost its generated pilots markers"
-    assert block.group(1).strip() == pilot_table(pilots()).strip(), \
-        "docs/regime.md's pilots are stale: paste `python -m simulations.regime_runs pilots`"
+def test_refresh_rewrites_each_block_and_refuses_a_page_without_its_markers():
+    page = "a\n<!-- regime-table: generated -->\nold\n<!-- /regime-table -->\nb\n"
+    assert refresh_docs(page, {"regime-table": "new"}) == "a\n<!-- regime-table: generated -->\nnew\n<!-- /regime-table -->\nb\n"
+    with pytest.raises(ValueError, match="'regime-pilots' once"):
+        refresh_docs(page, {"regime-pilots": "x"})
