@@ -1,0 +1,169 @@
+"""The curves' plan, runs, tables and figure (``simulations.cases.curves``; rules in ``curves.yaml``).
+
+    python -m simulations.cases.curves_report plan            # every (arm, lr) in run order, done or not
+    python -m simulations.cases.curves_report run --next 3    # the next 3 points not yet on disk
+    python -m simulations.cases.curves_report report [--figure docs/curves.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from simulations.cases.curves import (collapsed_seeds, critical_lr, declaration, load, median_interval, points, run,
+                                      sign_test)
+
+
+def plan() -> pd.DataFrame:
+    """Every point in run order and whether its file exists."""
+    return pd.DataFrame([{"key": p.key, "lr": p.lr, "case": p.case or "(control)", "done": p.path.is_file()}
+                         for p in points()])
+
+
+def _cp(k: int, n: int) -> tuple[float, float]:
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def controls(data: dict) -> pd.DataFrame:
+    """Per lr run for both controls: their collapse counts, the control's lag-10 KL (median over its
+    seeds of the mean over steps ≤ 100) and whether the lr counts (the negative control's rule)."""
+    d = declaration()
+    neg, pos = d["controls"]["negative"], d["controls"]["positive"]
+    rows = []
+    for lr in sorted({lr for key, lr in data if key == neg} & {lr for key, lr in data if key == pos}):
+        c_neg, c_pos = collapsed_seeds(data[neg, lr]), collapsed_seeds(data[pos, lr])
+        early = data[neg, lr]
+        lag_kl = float(early[early["step"] <= 100].groupby("member")["lag_k3"].mean().median())
+        rows.append({"lr": lr, "negative_collapsed": int(c_neg.sum()), "positive_collapsed": int(c_pos.sum()),
+                     "seeds": len(c_neg), "control_lag10_kl": lag_kl, "counts": int(c_neg.sum()) <= 1})
+    return pd.DataFrame(rows)
+
+
+def cases(data: dict, ctrl: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per declared case (curves.yaml ``rules``): the lrs counted, each arm's collapse
+    counts and median critical lr with its interval, the sign test and the verdict."""
+    from simulations.cases.amendments import second_round
+    from simulations.cases.curves import arm_key
+
+    d, r2 = declaration(), second_round()
+    ctrl = controls(data) if ctrl is None else ctrl
+    valid = set(ctrl.loc[ctrl["counts"], "lr"]) if not ctrl.empty else set()
+    reached = bool(not ctrl.empty and (ctrl.loc[ctrl["counts"], "positive_collapsed"] >= 6).any())
+    rows = []
+    for entry in d["cases"]:
+        case = r2.case(entry["case"])
+        keys = {side: arm_key(case, entry[side]) for side in ("worse", "better")}
+        lrs = sorted(valid & {lr for key, lr in data if key == keys["worse"]} & {lr for key, lr in data if key == keys["better"]})
+        row = {"case": case.id, "worse": keys["worse"], "better": keys["better"], "lrs": lrs}
+        if not lrs:
+            rows.append({**row, "verdict": "not run"})
+            continue
+        crit = {}
+        for side, key in keys.items():
+            by_lr = {lr: collapsed_seeds(data[key, lr]) for lr in lrs}
+            crit[side] = critical_lr(by_lr)
+            row[f"{side}_counts"] = "/".join(str(int(by_lr[lr].sum())) for lr in lrs)
+            row[f"{side}_critical"] = median_interval(crit[side])
+        test = sign_test(crit["worse"], crit["better"], d["rules"]["alpha"] if "alpha" in d["rules"] else 0.05)
+        if not reached:
+            test["verdict"] = "inconclusive: the positive control does not collapse on the grid"
+        rows.append({**row, **test})
+    return pd.DataFrame(rows)
+
+
+def rate(rows: pd.DataFrame) -> dict:
+    """Every verdict's count and the agreement rate over the cases decided either way (agree,
+    opposite, not reproduced), with its Clopper–Pearson 95% interval."""
+    counts = rows["verdict"].value_counts().to_dict()
+    decided = rows[rows["verdict"].str.startswith(("agree", "opposite", "not reproduced"))]
+    k, n = int((decided["verdict"] == "agree").sum()), len(decided)
+    return {"counts": counts, "agree": k, "decided": n, "rate": k / n if n else math.nan,
+            "ci": _cp(k, n) if n else (math.nan, math.nan)}
+
+
+def _lr(x: float) -> str:
+    return "above the grid" if math.isinf(x) else "—" if math.isnan(x) else f"{x:.2g}"
+
+
+def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """The two tables of docs/predictions.md, "Curves"."""
+    out = ["| lr | control (negative) collapsed | lag16-seq-is (positive) collapsed | control's lag-10 KL, steps ≤ 100 | lr counts |",
+           "|---|---|---|---|---|"]
+    for r in ctrl.itertuples():
+        out.append(f"| {r.lr:g} | {r.negative_collapsed} of {r.seeds} | {r.positive_collapsed} of {r.seeds} "
+                   f"| {r.control_lag10_kl:.2g} | {'yes' if r.counts else 'no: the lr alone collapses the control'} |")
+    out += ["", "| case | worse arm: collapsed per lr; critical lr, median [93% CI] | better arm: the same "
+            "| lrs | n+ / n− / ties | p (one-sided) | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in rows.itertuples():
+        if r.verdict == "not run":
+            out.append(f"| `{r.case}` | `{r.worse}` | `{r.better}` | — | — | — | not run |")
+            continue
+        cells = []
+        for side in ("worse", "better"):
+            m, lo, hi = getattr(r, f"{side}_critical")
+            cells.append(f"`{getattr(r, side)}`: {getattr(r, f'{side}_counts')}; {_lr(m)} [{_lr(lo)}, {_lr(hi)}]")
+        out.append(f"| `{r.case}` | {cells[0]} | {cells[1]} | {', '.join(f'{x:g}' for x in r.lrs)} "
+                   f"| {r.n_plus} / {r.n_minus} / {r.ties} | {r.p_forward:.3g} | {r.verdict} |")
+    return "\n".join(out)
+
+
+def plot(data: dict, rows: pd.DataFrame, path) -> None:
+    """One panel per case run (and one for the controls): collapsed share against lr, each arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = declaration()
+    run_rows = rows[rows["verdict"] != "not run"]
+    panels = [("controls", d["controls"]["negative"], d["controls"]["positive"])] + \
+        [(r.case, r.worse, r.better) for r in run_rows.itertuples()]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0), squeeze=False)
+    for ax, (title, a, b) in zip(axes[0], panels):
+        for key, colour in ((a, "tab:red"), (b, "tab:blue")):
+            lrs = sorted(lr for k, lr in data if k == key)
+            share = [collapsed_seeds(data[key, lr]).mean() for lr in lrs]
+            ax.plot(lrs, share, "o-", color=colour, label=key)
+        ax.set(xscale="log", ylim=(-0.05, 1.05), xlabel="lr", title=title.replace("_", " ")[:38])
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("share of 8 seeds collapsed")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("plan", help="every point in run order, done or not")
+    r = sub.add_parser("run", help="run points not yet on disk, in order")
+    r.add_argument("--next", type=int, default=1, help="how many points to run (≥ 1)")
+    rep = sub.add_parser("report", help="the controls' and the cases' tables, the rate")
+    rep.add_argument("--figure", default=None)
+    args = parser.parse_args(argv)
+    if args.command == "plan":
+        print(plan().to_string(index=False))
+    elif args.command == "run":
+        if args.next < 1:
+            parser.error(f"--next: must be ≥ 1, got {args.next}")
+        todo = [p for p in points() if not p.path.is_file()][: args.next]
+        for p in todo:
+            print(run(p), flush=True)
+    else:
+        data = load()
+        ctrl = controls(data)
+        rows = cases(data, ctrl)
+        print(markdown(ctrl, rows))
+        print(rate(rows))
+        if args.figure:
+            plot(data, rows, args.figure)
+
+
+if __name__ == "__main__":
+    main()
+
+__all__ = ["cases", "controls", "markdown", "plan", "plot", "rate"]
