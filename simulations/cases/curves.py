@@ -50,10 +50,15 @@ class Point:
 
 @cache
 def declaration() -> dict:
-    """``curves.yaml``, checked: every case a round-2 case with the named arms, the grid positive."""
+    """``curves.yaml``, checked (``check``)."""
+    return check(yaml.safe_load(DECLARATION.read_text()))
+
+
+def check(data: dict) -> dict:
+    """A curves declaration: the grid positive floats, the run order the grid, every round-2 case a
+    curve or in ``not_curves`` once, each curve's arms arms of its case; one line naming the key at fault."""
     from simulations.cases.amendments import second_round
 
-    data = yaml.safe_load(DECLARATION.read_text())
     grid = data["knob"]["grid"]
     if not grid or any(not (isinstance(x, float) and x > 0) for x in grid):
         raise ValueError(f"curves.yaml knob.grid: must be positive floats, got {grid!r}")
@@ -62,8 +67,8 @@ def declaration() -> dict:
     r2 = second_round()
     listed = [c["case"] for c in data["cases"]] + [c["case"] for c in data["not_curves"]]
     if sorted(listed) != sorted(c.id for c in r2.cases):
-        missing = sorted({c.id for c in r2.cases} ^ set(listed))
-        raise ValueError(f"curves.yaml: every round-2 case must be a curve or in not_curves, once; differs at {missing}")
+        differs = sorted({c.id for c in r2.cases} ^ set(listed)) or sorted({i for i in listed if listed.count(i) > 1})
+        raise ValueError(f"curves.yaml: every round-2 case must be a curve or in not_curves, once; differs at {differs}")
     for entry in data["cases"]:
         case = r2.case(entry["case"])
         for side in ("worse", "better"):
@@ -191,5 +196,5 @@ def load() -> dict[tuple[str, float], pd.DataFrame]:
             for f in (pd.read_parquet(p) for p in sorted(DATA.glob("*.parquet")))}
 
 
-__all__ = ["DATA", "DECLARATION", "Point", "arm_key", "collapsed_seeds", "config_of", "critical_lr", "declaration",
+__all__ = ["DATA", "DECLARATION", "Point", "arm_key", "check", "collapsed_seeds", "config_of", "critical_lr", "declaration",
            "load", "median_interval", "points", "run", "sign_test"]

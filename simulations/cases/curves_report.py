@@ -1,7 +1,8 @@
 """The curves' plan, runs, tables and figure (``simulations.cases.curves``; rules in ``curves.yaml``).
 
     python -m simulations.cases.curves_report plan            # every (arm, lr) in run order, done or not
-    python -m simulations.cases.curves_report run --next 3    # the next 3 points not yet on disk
+    python -m simulations.cases.curves_report run --next 3    # the next 3 points not yet on disk (two such
+                                                              # processes side by side skip each other's points)
     python -m simulations.cases.curves_report report [--figure docs/curves.png]
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -136,6 +139,31 @@ def plot(data: dict, rows: pd.DataFrame, path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _marker(p) -> Path:
+    return p.path.with_name(f".{p.path.stem}.running")
+
+
+def _claim(p) -> bool:
+    """Mark ``p`` as being run by this process, so that a second ``run`` started beside it skips
+    it; a marker whose process is gone is taken over."""
+    marker = _marker(p)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                os.kill(int(marker.read_text() or 0), 0)
+                return False  # another run holds it
+            except (ProcessLookupError, ValueError):
+                marker.unlink(missing_ok=True)
+                continue
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,9 +178,17 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "run":
         if args.next < 1:
             parser.error(f"--next: must be ≥ 1, got {args.next}")
-        todo = [p for p in points() if not p.path.is_file()][: args.next]
-        for p in todo:
-            print(run(p), flush=True)
+        done = 0
+        for p in points():
+            if done == args.next:
+                break
+            if p.path.is_file() or not _claim(p):
+                continue
+            try:
+                print(run(p), flush=True)
+            finally:
+                _marker(p).unlink(missing_ok=True)
+            done += 1
     else:
         data = load()
         ctrl = controls(data)
