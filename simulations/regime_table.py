@@ -152,7 +152,7 @@ def refresh_docs(page: str, blocks: dict[str, str]) -> str:
     """``page`` with each generated block (``blocks``: marker → text) rewritten."""
     for marker, text in blocks.items():
         if doc_block(page, marker) is None:
-            raise ValueError(f"docs/regime.md must hold the markers of {marker!r} once")
+            raise ValueError(f"the page must hold the markers of {marker!r} once")
         page = re.sub(rf"(<!-- {marker}:[^>]*-->\n)(.*?)(\n<!-- /{marker} -->)",
                       lambda m: m.group(1) + text.strip() + m.group(3), page, count=1, flags=re.S)
     return page

@@ -180,3 +180,13 @@ def test_two_runs_side_by_side_skip_each_others_points(tmp_path, monkeypatch):
     assert not curves_report._claim(p)  # a live holder: skipped
     marker.write_text("999999999")  # a holder that is gone: taken over
     assert curves_report._claim(p) and marker.read_text() == str(os.getpid())
+
+
+def test_the_docs_block_is_generated_from_the_committed_runs():
+    from simulations.cases.curves_report import MARKER, PAGE, doc_block_text
+    from simulations.regime_table import doc_block
+
+    block = doc_block(PAGE.read_text(), MARKER)
+    assert block is not None, "docs/predictions.md lost its generated curves markers"
+    assert block.strip() == doc_block_text().strip(), \
+        "docs/predictions.md's curves block is stale: run `python -m simulations.cases.curves_report docs`"

@@ -95,9 +95,12 @@ def _lr(x: float) -> str:
 
 def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
     """The two tables of docs/predictions.md, "Curves"."""
-    out = ["| lr | control (negative) collapsed | lag16-seq-is (positive) collapsed | control's lag-10 KL, steps ≤ 100 | lr counts |",
-           "|---|---|---|---|---|"]
-    for r in ctrl.itertuples():
+    if ctrl.empty:
+        out = ["No lr has been run for both controls yet: no case can be read."]
+    else:
+        out = ["| lr | control (negative) collapsed | lag16-seq-is (positive) collapsed "
+               "| control's lag-10 KL, steps ≤ 100 | lr counts |", "|---|---|---|---|---|"]
+    for r in ctrl.itertuples():  # empty when no control has run
         out.append(f"| {r.lr:g} | {r.negative_collapsed} of {r.seeds} | {r.positive_collapsed} of {r.seeds} "
                    f"| {r.control_lag10_kl:.2g} | {'yes' if r.counts else 'no: the lr alone collapses the control'} |")
     out += ["", "| case | worse arm: collapsed per lr; critical lr, median [93% CI] | better arm: the same "
@@ -113,6 +116,24 @@ def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
         out.append(f"| `{r.case}` | {cells[0]} | {cells[1]} | {', '.join(f'{x:g}' for x in r.lrs)} "
                    f"| {r.n_plus} / {r.n_minus} / {r.ties} | {r.p_forward:.3g} | {r.verdict} |")
     return "\n".join(out)
+
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "predictions.md"
+MARKER = "curves"
+
+
+def doc_block_text() -> str:
+    """docs/predictions.md's generated curves block: the two tables and the rate's counts."""
+    data = load()
+    ctrl = controls(data)
+    rows = cases(data, ctrl)
+    r = rate(rows)
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(r["counts"].items()))
+    lo, hi = r["ci"]
+    line = (f"**Rate on the regime's curves: {r['agree']} of {r['decided']} decided cases agree"
+            + (f", {r['rate']:.2f} [{lo:.2f}, {hi:.2f}]** (exact Clopper–Pearson 95%)" if r["decided"] else "**")
+            + f"; every verdict: {counts}.")
+    return markdown(ctrl, rows) + "\n\n" + line
 
 
 def plot(data: dict, rows: pd.DataFrame, path) -> None:
@@ -172,6 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--next", type=int, default=1, help="how many points to run (≥ 1)")
     rep = sub.add_parser("report", help="the controls' and the cases' tables, the rate")
     rep.add_argument("--figure", default=None)
+    sub.add_parser("docs", help="rewrite docs/predictions.md's curves block and docs/curves.png from the committed runs")
     args = parser.parse_args(argv)
     if args.command == "plan":
         print(plan().to_string(index=False))
@@ -189,6 +211,13 @@ def main(argv: list[str] | None = None) -> None:
             finally:
                 _marker(p).unlink(missing_ok=True)
             done += 1
+    elif args.command == "docs":
+        from simulations.regime_table import refresh_docs
+
+        PAGE.write_text(refresh_docs(PAGE.read_text(), {MARKER: doc_block_text()}))
+        data = load()
+        plot(data, cases(data), PAGE.parent / "curves.png")
+        print(f"{PAGE} (block {MARKER}) and curves.png rewritten from the committed runs")
     else:
         data = load()
         ctrl = controls(data)
@@ -202,4 +231,4 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["cases", "controls", "markdown", "plan", "plot", "rate"]
+__all__ = ["MARKER", "PAGE", "cases", "controls", "doc_block_text", "markdown", "plan", "plot", "rate"]
