@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import textwrap
 from dataclasses import dataclass
@@ -67,7 +68,10 @@ class Claim:
 
 
 def interval_text(estimate: float, low: float, high: float) -> str:
-    """How a row prints its number: ``estimate [low, high]`` to 4 significant digits, a point alone."""
+    """How a row prints its number: ``estimate [low, high]`` to 4 significant digits, a point alone,
+    "no estimate" where there is none (NaN: e.g. a signal's rise with no collapse to precede)."""
+    if math.isnan(estimate):
+        return "no estimate"
     if estimate == low == high:  # exact: a point, no interval
         return f"{estimate:.4g}"
     return f"{estimate:.4g} [{low:.4g}, {high:.4g}]"

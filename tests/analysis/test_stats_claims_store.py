@@ -102,3 +102,11 @@ def test_store_roundtrip_and_atomicity(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # the temporary file was renamed into place
     with pytest.raises(ValueError, match="no results for job zzz"):
         store.read("zzz")
+
+
+def test_a_row_without_an_estimate_says_so_instead_of_printing_nan():
+    from sandbox.analysis.claim_table import interval_text
+
+    assert interval_text(float("nan"), float("nan"), float("nan")) == "no estimate"
+    assert interval_text(0.5, 0.25, 0.75) == "0.5 [0.25, 0.75]"
+    assert interval_text(2.0, 2.0, 2.0) == "2"
