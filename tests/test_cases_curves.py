@@ -12,8 +12,18 @@ import pandas as pd
 import pytest
 
 from simulations.cases import curves
-from simulations.cases.curves import (Point, arm_key, check, collapsed_seeds, config_of, critical_lr, declaration,
-                                      median_interval, points, sign_test)
+from simulations.cases.curves import (
+    Point,
+    arm_key,
+    check,
+    collapsed_seeds,
+    config_of,
+    critical_lr,
+    declaration,
+    median_interval,
+    points,
+    sign_test,
+)
 from simulations.cases.curves_report import cases, controls, markdown, rate
 
 

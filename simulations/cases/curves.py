@@ -15,7 +15,6 @@ lr alone) and ``lag16-seq-is`` (positive: must collapse somewhere on the grid) r
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from dataclasses import dataclass

@@ -13,12 +13,19 @@ import math
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simulations.cases.curves import (collapsed_seeds, critical_lr, declaration, load, median_interval, points, run,
-                                      sign_test)
+from simulations.cases.curves import (
+    collapsed_seeds,
+    critical_lr,
+    declaration,
+    load,
+    median_interval,
+    points,
+    run,
+    sign_test,
+)
 
 
 def plan() -> pd.DataFrame:
