@@ -77,7 +77,7 @@ def cases(data: dict, ctrl: pd.DataFrame | None = None) -> pd.DataFrame:
         for side, key in keys.items():
             by_lr = {lr: collapsed_seeds(data[key, lr]) for lr in lrs}
             crit[side] = critical_lr(by_lr)
-            row[f"{side}_counts"] = "/".join(str(int(by_lr[lr].sum())) for lr in lrs)
+            row[f"{side}_counts"] = ", ".join(str(int(by_lr[lr].sum())) for lr in lrs)
             row[f"{side}_critical"] = median_interval(crit[side])
         test = sign_test(crit["worse"], crit["better"], d["rules"]["alpha"] if "alpha" in d["rules"] else 0.05)
         if not reached:
@@ -110,7 +110,7 @@ def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
     for r in ctrl.itertuples():  # empty when no control has run
         out.append(f"| {r.lr:g} | {r.negative_collapsed} of {r.seeds} | {r.positive_collapsed} of {r.seeds} "
                    f"| {r.control_lag10_kl:.2g} | {'yes' if r.counts else 'no: the lr alone collapses the control'} |")
-    out += ["", "| case | worse arm: collapsed per lr; critical lr, median [93% CI] | better arm: the same "
+    out += ["", "| case | worse arm: collapsed at each lr; critical lr, median [93% CI] | better arm: the same "
             "| lrs | n+ / n− / ties | p (one-sided) | verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
         if r.verdict == "not run":
@@ -119,9 +119,10 @@ def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
         cells = []
         for side in ("worse", "better"):
             m, lo, hi = getattr(r, f"{side}_critical")
-            cells.append(f"`{getattr(r, side)}`: {getattr(r, f'{side}_counts')}; {_lr(m)} [{_lr(lo)}, {_lr(hi)}]")
+            where = _lr(m) if math.isinf(lo) else f"{_lr(m)} [{_lr(lo)}, {_lr(hi)}]"
+            cells.append(f"`{getattr(r, side)}`: {getattr(r, f'{side}_counts')} of 8; {where}")
         out.append(f"| `{r.case}` | {cells[0]} | {cells[1]} | {', '.join(f'{x:g}' for x in r.lrs)} "
-                   f"| {r.n_plus} / {r.n_minus} / {r.ties} | {r.p_forward:.3g} | {r.verdict} |")
+                   f"| {int(r.n_plus)} / {int(r.n_minus)} / {int(r.ties)} | {r.p_forward:.3g} | {r.verdict} |")
     return "\n".join(out)
 
 
