@@ -150,20 +150,30 @@ def plot(data: dict, rows: pd.DataFrame, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     d = declaration()
     run_rows = rows[rows["verdict"] != "not run"]
-    panels = [("controls", d["controls"]["negative"], d["controls"]["positive"])] + \
+    panels = [("controls", d["controls"]["positive"], d["controls"]["negative"])] + \
         [(r.case, r.worse, r.better) for r in run_rows.itertuples()]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0), squeeze=False)
-    for ax, (title, a, b) in zip(axes[0], panels):
+    grid = d["knob"]["grid"]
+    cols = min(5, len(panels))
+    rows_ = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(3.3 * cols, 2.9 * rows_), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, a, b) in zip(axes.flat, panels):
         for key, colour in ((a, "tab:red"), (b, "tab:blue")):
             lrs = sorted(lr for k, lr in data if k == key)
             share = [collapsed_seeds(data[key, lr]).mean() for lr in lrs]
             ax.plot(lrs, share, "o-", color=colour, label=key)
-        ax.set(xscale="log", ylim=(-0.05, 1.05), xlabel="lr", title=title.replace("_", " ")[:38])
-        ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("share of 8 seeds collapsed")
+        ax.set(xscale="log", ylim=(-0.05, 1.05), xlim=(min(grid) / 1.3, max(grid) * 1.3), xlabel="lr")
+        ax.set_xticks(grid, [f"{x:g}" for x in grid], fontsize=7)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_title(title.replace("_", " ")[:40], fontsize=8)
+        ax.legend(fontsize=6, loc="upper left")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of 8 seeds collapsed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
