@@ -83,6 +83,10 @@ def test_the_declaration_partitions_the_round_two_cases_and_checks_its_keys():
     with pytest.raises(ValueError, match="knob.grid"):
         check(bad)
     bad = copy.deepcopy(d)
+    bad["rules"]["alpha"] = 5
+    with pytest.raises(ValueError, match="rules.alpha"):
+        check(bad)
+    bad = copy.deepcopy(d)
     bad["not_curves"] = bad["not_curves"][1:]
     with pytest.raises(ValueError, match="m2po_prosperity_before_collapse_at_256"):
         check(bad)

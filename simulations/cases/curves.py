@@ -61,6 +61,9 @@ def check(data: dict) -> dict:
     grid = data["knob"]["grid"]
     if not grid or any(not (isinstance(x, float) and x > 0) for x in grid):
         raise ValueError(f"curves.yaml knob.grid: must be positive floats, got {grid!r}")
+    alpha = data["rules"].get("alpha")
+    if not (isinstance(alpha, float) and 0 < alpha < 1):
+        raise ValueError(f"curves.yaml rules.alpha: must be a float in (0, 1), got {alpha!r}")
     if sorted(data["knob"]["run_order"]) != sorted(grid):
         raise ValueError("curves.yaml knob.run_order: must be the grid in some order")
     r2 = second_round()

@@ -79,7 +79,7 @@ def cases(data: dict, ctrl: pd.DataFrame | None = None) -> pd.DataFrame:
             crit[side] = critical_lr(by_lr)
             row[f"{side}_counts"] = ", ".join(str(int(by_lr[lr].sum())) for lr in lrs)
             row[f"{side}_critical"] = median_interval(crit[side])
-        test = sign_test(crit["worse"], crit["better"], d["rules"]["alpha"] if "alpha" in d["rules"] else 0.05)
+        test = sign_test(crit["worse"], crit["better"], d["rules"]["alpha"])
         if not reached:
             test["verdict"] = "inconclusive: the positive control does not collapse on the grid"
         rows.append({**row, **test})
