@@ -24,7 +24,7 @@ from simulations.cases.curves import (
     points,
     sign_test,
 )
-from simulations.cases.curves_report import cases, controls, markdown, rate
+from simulations.cases.curves_report import PENDING, UNCONFIRMED, cases, confirm, controls, markdown, rate
 
 
 def frame(errors: dict[int, list[float]], every: int = 10, lag_k3: float = 1e-3) -> pd.DataFrame:
@@ -103,7 +103,7 @@ def test_arms_that_run_the_same_thing_share_their_runs():
     oat = r2.case("oat_token_tis_more_stable_than_none")
     prl = r2.case("precision_rl_bf16_grpo_collapses_fp16_pg_stable")
     assert arm_key(oat, "worse") == arm_key(prl, "worse") == "DrGRPO_recompute-bf16"
-    keys = [p.key for p in points()]
+    keys = [p.key for p in points() if p.base_seed == 0]
     per_lr = len(keys) // len(declaration()["knob"]["grid"])
     assert len(set(keys)) == per_lr and keys[:2] == ["control", "lag16-seq-is"]
 
@@ -166,15 +166,20 @@ def test_committed_curve_runs_were_made_by_code_holding_the_declaration():
     def git(*args):
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
 
-    first = git("log", "--reverse", "--format=%H", "--", "simulations/cases/curves.yaml").stdout.split()
+    yaml_path = "simulations/cases/curves.yaml"
+    first = git("log", "--reverse", "--format=%H", "--", yaml_path).stdout.split()
+    # the confirming base seed's runs must descend from the commit that declared the confirmation
+    confirmed = git("log", "--reverse", "--format=%H", "-S", "confirmation:", "--", yaml_path).stdout.split()
     files = sorted(curves.DATA.glob("*.parquet"))
     if not first or not files:
         pytest.skip("no committed curve runs (or no git history) to check")
+    base1 = declaration()["confirmation"]["base_seed"]
     for path in files:
         stamp = pd.read_parquet(path, columns=["commit"])["commit"].iloc[0]
         assert not stamp.endswith("-dirty"), f"{path.name}: made from a dirty tree ({stamp})"
-        assert git("merge-base", "--is-ancestor", first[0], stamp).returncode == 0, \
-            f"{path.name}: made at {stamp}, before the declaration {first[0][:7]} was committed"
+        declared = confirmed[0] if path.stem.endswith(f"-b{base1}") else first[0]
+        assert git("merge-base", "--is-ancestor", declared, stamp).returncode == 0, \
+            f"{path.name}: made at {stamp}, before its declaration {declared[:7]} was committed"
 
 
 def test_points_name_their_files_by_key_lr_and_base_seed():
@@ -204,3 +209,38 @@ def test_the_docs_block_is_generated_from_the_committed_runs():
     assert block is not None, "docs/predictions.md lost its generated curves markers"
     assert block.strip() == doc_block_text().strip(), \
         "docs/predictions.md's curves block is stale: run `python -m simulations.cases.curves_report docs`"
+
+
+def test_the_confirming_base_seed_runs_the_controls_and_the_confirmed_cases_only():
+    d = declaration()
+    base1 = d["confirmation"]["base_seed"]
+    at1 = [p for p in points() if p.base_seed == base1]
+    assert base1 != d["mapping"]["base_seed"] and at1
+    from simulations.cases.amendments import second_round
+
+    r2 = second_round()
+    keys = set(d["controls"].values()) | {arm_key(r2.case(e["case"]), e[s]) for e in d["cases"]
+                                          if e["case"] in d["confirmation"]["cases"] for s in ("worse", "better")}
+    assert {p.key for p in at1} == keys and len(at1) == len(keys) * len(d["knob"]["grid"])
+    assert all(p.path.name.endswith(f"-b{base1}.parquet") for p in at1)
+    assert config_of(at1[0]).seed == base1
+    bad = copy.deepcopy(d)
+    bad["confirmation"]["blocks"] = bad["confirmation"]["blocks"][:-1]
+    with pytest.raises(ValueError, match="confirmation.blocks"):
+        check(bad)
+    bad = copy.deepcopy(d)
+    bad["confirmation"]["cases"] = ["m2po_prosperity_before_collapse_at_256"]
+    with pytest.raises(ValueError, match="confirmation.cases"):
+        check(bad)
+
+
+def test_an_agreement_counts_only_when_the_second_base_seed_confirms_it():
+    names = ["a", "b", "c", "d"]
+    rows = pd.DataFrame({"case": names, "verdict": ["agree", "agree", "agree", "not reproduced"]})
+    rows1 = pd.DataFrame({"case": ["a", "b"], "verdict": ["agree", "not reproduced"]})
+    got = confirm(rows, rows1)["verdict"].tolist()
+    assert got == ["agree", UNCONFIRMED, PENDING, "not reproduced"]
+    inconclusive = pd.DataFrame({"case": ["a"], "verdict": ["inconclusive: the positive control does not collapse on the grid"]})
+    assert confirm(rows.iloc[:1], inconclusive)["verdict"].tolist() == [PENDING]
+    r = rate(confirm(rows, rows1))
+    assert (r["agree"], r["decided"]) == (1, 3)  # the pending case is left out, the unconfirmed one counts against

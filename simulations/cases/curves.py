@@ -41,10 +41,11 @@ class Point:
     lr: float
     case: str | None  # None: a regime control (``simulations.regime_runs.ARMS``)
     arm: str
+    base_seed: int = 0  # 0: the declared curves (mapping.base_seed); 1: their confirmation
 
     @property
     def path(self) -> Path:
-        return DATA / f"{self.key}-lr{self.lr:g}-b{declaration()['mapping']['base_seed']}.parquet"
+        return DATA / f"{self.key}-lr{self.lr:g}-b{self.base_seed}.parquet"
 
 
 @cache
@@ -66,6 +67,18 @@ def check(data: dict) -> dict:
         raise ValueError(f"curves.yaml rules.alpha: must be a float in (0, 1), got {alpha!r}")
     if sorted(data["knob"]["run_order"]) != sorted(grid):
         raise ValueError("curves.yaml knob.run_order: must be the grid in some order")
+    conf = data.get("confirmation")
+    if conf is not None:
+        base, other = data["mapping"]["base_seed"], conf["base_seed"]
+        blocks = [(int(b), float(lr)) for b, lr in conf["blocks"]]
+        if other == base or sorted(blocks) != sorted((b, lr) for b in (base, other) for lr in grid):
+            raise ValueError(f"curves.yaml confirmation.blocks: must be every (base seed, lr) of base seeds "
+                             f"{base} and {other} (another base seed) over the grid once, got {conf['blocks']!r}")
+        if [lr for b, lr in blocks if b == base] != [float(x) for x in data["knob"]["run_order"]]:
+            raise ValueError("curves.yaml confirmation.blocks: base seed 0's lrs must keep knob.run_order")
+        unknown = set(conf["cases"]) - {c["case"] for c in data["cases"]}
+        if unknown:
+            raise ValueError(f"curves.yaml confirmation.cases: {sorted(unknown)} are not curves (cases)")
     r2 = second_round()
     listed = [c["case"] for c in data["cases"]] + [c["case"] for c in data["not_curves"]]
     if sorted(listed) != sorted(c.id for c in r2.cases):
@@ -98,17 +111,24 @@ def arm_key(case, arm: str) -> str:
 
 
 def points() -> list[Point]:
-    """Every run of the declaration, in run order: by lr (``run_order``), the controls first, then
-    the cases' arms in their order; an arm shared by cases once."""
+    """Every run of the declaration, in run order: by (base seed, lr) block (``confirmation.blocks``,
+    else base seed 0 by ``run_order``), the controls first, then the cases' arms in their order (at
+    the confirming base seed only the confirmed cases'); an arm shared by cases once."""
     from simulations.cases.amendments import second_round
 
     d, r2 = declaration(), second_round()
-    arms: dict[str, tuple[str | None, str]] = {name: (None, name) for name in d["controls"].values()}
-    for entry in d["cases"]:
-        case = r2.case(entry["case"])
-        for side in ("worse", "better"):
-            arms.setdefault(arm_key(case, entry[side]), (case.id, entry[side]))
-    return [Point(key, float(lr), case, arm) for lr in d["knob"]["run_order"] for key, (case, arm) in arms.items()]
+    base, conf = d["mapping"]["base_seed"], d.get("confirmation")
+    blocks = conf["blocks"] if conf else [(base, lr) for lr in d["knob"]["run_order"]]
+    arms: dict[int, dict[str, tuple[str | None, str]]] = {}
+    for seed, listed in ((base, None), *(((conf["base_seed"], set(conf["cases"])),) if conf else ())):
+        arms[seed] = {name: (None, name) for name in d["controls"].values()}
+        for entry in d["cases"]:
+            if listed is None or entry["case"] in listed:
+                case = r2.case(entry["case"])
+                for side in ("worse", "better"):
+                    arms[seed].setdefault(arm_key(case, entry[side]), (case.id, entry[side]))
+    return [Point(key, float(lr), case, arm, int(seed))
+            for seed, lr in blocks for key, (case, arm) in arms[int(seed)].items()]
 
 
 def config_of(point: Point):
@@ -117,7 +137,7 @@ def config_of(point: Point):
     from simulations.regime_runs import ARMS, arm_config
 
     d = declaration()
-    scale, base = d["mapping"]["scale"], d["mapping"]["base_seed"]
+    scale, base = d["mapping"]["scale"], point.base_seed
     if point.case is None:
         arm = dataclasses.replace(ARMS[point.arm], lr=point.lr, steps=scale["steps"])
         return arm_config(arm, base, len(scale["seeds"]), answer_len=scale["answer_len"])
@@ -135,7 +155,7 @@ def run(point: Point) -> Path:
 
     commit = git_commit()
     frame = probe(config_of(point), every=10)
-    frame["key"], frame["lr"], frame["commit"] = point.key, point.lr, commit
+    frame["key"], frame["lr"], frame["base_seed"], frame["commit"] = point.key, point.lr, point.base_seed, commit
     point.path.parent.mkdir(parents=True, exist_ok=True)
     tmp = point.path.with_name(f".{point.path.name}.tmp")
     frame.to_parquet(tmp, index=False)
@@ -192,10 +212,11 @@ def sign_test(worse: pd.Series, better: pd.Series, alpha: float) -> dict:
             "verdict": verdict}
 
 
-def load() -> dict[tuple[str, float], pd.DataFrame]:
-    """Every committed point's trajectories, by (key, lr)."""
+def load(base_seed: int = 0) -> dict[tuple[str, float], pd.DataFrame]:
+    """Every committed point's trajectories at ``base_seed``, by (key, lr) (the base seed is in the
+    file's name: ``Point.path``)."""
     return {(f["key"].iloc[0], float(f["lr"].iloc[0])): f
-            for f in (pd.read_parquet(p) for p in sorted(DATA.glob("*.parquet")))}
+            for f in (pd.read_parquet(p) for p in sorted(DATA.glob(f"*-b{base_seed}.parquet")))}
 
 
 __all__ = ["DATA", "DECLARATION", "Point", "arm_key", "check", "collapsed_seeds", "config_of", "critical_lr", "declaration",

@@ -30,8 +30,8 @@ from simulations.cases.curves import (
 
 def plan() -> pd.DataFrame:
     """Every point in run order and whether its file exists."""
-    return pd.DataFrame([{"key": p.key, "lr": p.lr, "case": p.case or "(control)", "done": p.path.is_file()}
-                         for p in points()])
+    return pd.DataFrame([{"key": p.key, "lr": p.lr, "base_seed": p.base_seed, "case": p.case or "(control)",
+                          "done": p.path.is_file()} for p in points()])
 
 
 def _cp(k: int, n: int) -> tuple[float, float]:
@@ -86,6 +86,24 @@ def cases(data: dict, ctrl: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PENDING = "pending: agrees at base seed 0, base seed 1 not read yet"
+UNCONFIRMED = "not reproduced: not confirmed at base seed 1"
+
+
+def confirm(rows: pd.DataFrame, rows1: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts after the confirmation (curves.yaml ``confirmation.rule``): an agreement at base
+    seed 0 stays "agree" only when base seed 1 agrees too; "pending" while base seed 1 is not run or
+    not read (left out of the rate); ``UNCONFIRMED`` when base seed 1 reads otherwise."""
+    at1 = dict(zip(rows1["case"], rows1["verdict"])) if not rows1.empty else {}
+    out = rows.copy()
+    for i, r in out.iterrows():
+        if r["verdict"] == "agree":
+            v1 = at1.get(r["case"], "not run")
+            out.at[i, "verdict"] = "agree" if v1 == "agree" else PENDING if v1 == "not run" or v1.startswith(
+                "inconclusive") else UNCONFIRMED
+    return out
+
+
 def rate(rows: pd.DataFrame) -> dict:
     """Every verdict's count and the agreement rate over the cases decided either way (agree,
     opposite, not reproduced), with its Clopper–Pearson 95% interval."""
@@ -111,7 +129,7 @@ def markdown(ctrl: pd.DataFrame, rows: pd.DataFrame) -> str:
         out.append(f"| {r.lr:g} | {r.negative_collapsed} of {r.seeds} | {r.positive_collapsed} of {r.seeds} "
                    f"| {r.control_lag10_kl:.2g} | {'yes' if r.counts else 'no: the lr alone collapses the control'} |")
     out += ["", "| case | worse arm: collapsed at each lr; critical lr, median [93% CI] | better arm: the same "
-            "| lrs | n+ / n− / ties | p (one-sided) | verdict |", "|---|---|---|---|---|---|---|"]
+            "| lrs | n+ / n− / ties | p (one-sided) | verdict at this base seed |", "|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
         if r.verdict == "not run":
             out.append(f"| `{r.case}` | `{r.worse}` | `{r.better}` | — | — | — | not run |")
@@ -130,22 +148,44 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "predictions.md"
 MARKER = "curves"
 
 
-def doc_block_text() -> str:
-    """docs/predictions.md's generated curves block: the two tables and the rate's counts."""
-    data = load()
+def confirmation_markdown(ctrl1: pd.DataFrame, rows1: pd.DataFrame) -> str:
+    """The confirming base seed's tables: its controls and its cases (``markdown``), or a line when
+    none of its runs exists."""
+    base1 = declaration()["confirmation"]["base_seed"]
+    if ctrl1.empty and (rows1["verdict"] == "not run").all():
+        return f"**Confirmation at base seed {base1}:** not run yet."
+    return f"**Confirmation at base seed {base1}** (the same rules on its own runs):\n\n" + markdown(ctrl1, rows1)
+
+
+def readings() -> tuple:
+    """Base seed 0's controls and cases, the confirming base seed's, and the confirmed verdicts."""
+    d = declaration()
+    data = load(d["mapping"]["base_seed"])
     ctrl = controls(data)
     rows = cases(data, ctrl)
-    r = rate(rows)
+    data1 = load(d["confirmation"]["base_seed"])
+    ctrl1 = controls(data1)
+    rows1 = cases(data1, ctrl1)
+    rows1 = rows1[rows1["case"].isin(d["confirmation"]["cases"])].reset_index(drop=True)
+    return ctrl, rows, ctrl1, rows1, confirm(rows, rows1)
+
+
+def doc_block_text() -> str:
+    """docs/predictions.md's generated curves block: base seed 0's two tables, the confirmation's,
+    and the rate's counts on the confirmed verdicts."""
+    ctrl, rows, ctrl1, rows1, final = readings()
+    r = rate(final)
     counts = ", ".join(f"{v} {k}" for k, v in sorted(r["counts"].items()))
     lo, hi = r["ci"]
     line = (f"**Rate on the regime's curves: {r['agree']} of {r['decided']} decided cases agree"
             + (f", {r['rate']:.2f} [{lo:.2f}, {hi:.2f}]** (exact Clopper–Pearson 95%)" if r["decided"] else "**")
             + f"; every verdict: {counts}.")
-    return markdown(ctrl, rows) + "\n\n" + line
+    return "\n\n".join([markdown(ctrl, rows), confirmation_markdown(ctrl1, rows1), line])
 
 
-def plot(data: dict, rows: pd.DataFrame, path) -> None:
-    """One panel per case run (and one for the controls): collapsed share against lr, each arm."""
+def plot(data: dict, rows: pd.DataFrame, path, data1: dict | None = None) -> None:
+    """One panel per case run (and one for the controls): collapsed share against lr, each arm (base
+    seed 0 solid; the confirming base seed's runs, ``data1``, dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,9 +204,11 @@ def plot(data: dict, rows: pd.DataFrame, path) -> None:
         ax.set_visible(False)
     for ax, (title, a, b) in zip(axes.flat, panels):
         for key, colour in ((a, "tab:red"), (b, "tab:blue")):
-            lrs = sorted(lr for k, lr in data if k == key)
-            share = [collapsed_seeds(data[key, lr]).mean() for lr in lrs]
-            ax.plot(lrs, share, "o-", color=colour, label=key)
+            for runs, style, tail in ((data, "o-", ""), (data1 or {}, "s--", " (base seed 1)")):
+                lrs = sorted(lr for k, lr in runs if k == key)
+                if lrs:
+                    share = [collapsed_seeds(runs[key, lr]).mean() for lr in lrs]
+                    ax.plot(lrs, share, style, color=colour, label=key + tail, alpha=1 if not tail else 0.6)
         ax.set(xscale="log", ylim=(-0.05, 1.05), xlim=(min(grid) / 1.3, max(grid) * 1.3), xlabel="lr")
         ax.set_xticks(grid, [f"{x:g}" for x in grid], fontsize=7)
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
@@ -234,19 +276,17 @@ def main(argv: list[str] | None = None) -> None:
 
         PAGE.write_text(refresh_docs(PAGE.read_text(), {MARKER: doc_block_text()}))
         data = load()
-        plot(data, cases(data), PAGE.parent / "curves.png")
+        plot(data, cases(data), PAGE.parent / "curves.png", load(declaration()["confirmation"]["base_seed"]))
         print(f"{PAGE} (block {MARKER}) and curves.png rewritten from the committed runs")
     else:
-        data = load()
-        ctrl = controls(data)
-        rows = cases(data, ctrl)
-        print(markdown(ctrl, rows))
-        print(rate(rows))
+        print(doc_block_text())
         if args.figure:
-            plot(data, rows, args.figure)
+            data = load()
+            plot(data, cases(data), args.figure, load(declaration()["confirmation"]["base_seed"]))
 
 
 if __name__ == "__main__":
     main()
 
-__all__ = ["MARKER", "PAGE", "cases", "controls", "doc_block_text", "markdown", "plan", "plot", "rate"]
+__all__ = ["MARKER", "PAGE", "PENDING", "UNCONFIRMED", "cases", "confirm", "confirmation_markdown", "controls",
+           "doc_block_text", "markdown", "plan", "plot", "rate", "readings"]
