@@ -89,7 +89,7 @@ def claims(book: ClaimBook, frame: pd.DataFrame, fidelity: str) -> list[CaseResu
         elif passed is None:
             why = f"inconclusive, not counted: {r.cause}"
         book.holds(r.case.id, statement, Interval(r.estimate, r.low, r.high, n=r.n), passed, why, "evidence", r.n,
-                   r.diverged, r.side, r.against, f"case:{r.case.decision['statistic']}", r.values)
+                   r.diverged, r.side, r.against, f"case:{r.case.decision['statistic']}", r.values, label=r.label)
     _control_rows(book, results)
     k, n, rate, low, high = agreement(results)
     flags = [1.0 if r.verdict == "agree" else 0.0 for r in results if r.conclusive]

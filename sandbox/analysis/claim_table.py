@@ -42,6 +42,7 @@ class Claim:
     band: tuple = ()  # an equivalence's band (low, high): the interval of a − b (or a / b) it must lie inside
     gap: tuple = ()  # (estimate, low, high) of the same test against the other method: the gap the band must undercut
     also: tuple = ()  # reported rows folded into this one (``claim_audit.fold``): (name, statement, estimate, low, high, values)
+    label: str = ""  # what the number is where a bare number would mislead (e.g. 'Fisher p'): printed before it
 
     @property
     def agreement(self) -> str:
@@ -56,7 +57,8 @@ class Claim:
 
     @property
     def interval(self) -> str:
-        return interval_text(self.estimate, self.low, self.high)
+        text = interval_text(self.estimate, self.low, self.high)
+        return f"{self.label} = {text}" if self.label and not math.isnan(self.estimate) else text
 
     @property
     def verdict(self) -> str:

@@ -107,16 +107,17 @@ class ClaimBook:
     def holds(self, name: str, statement: str, interval: Interval, passed: bool | None, detail: str = "",
               kind: str = "evidence", n: int | None = None, diverged: int = 0, side: str = "",
               against: float = 0.0, test: str = "", values=(), checks: str = "", arms=(), band=(),
-              gap=()) -> Claim:
+              gap=(), label: str = "") -> Claim:
         """Record a claim decided by the caller from ``interval`` (n defaults to ``interval.n``);
         ``side`` and ``against`` say where the interval must lie ('below'/'above' the value);
         ``values`` is the per-seed vector the test ran on (the identity check compares them);
-        ``arms`` a difference's two per-seed arms, ``band`` and ``gap`` an equivalence's (``Claim``)."""
+        ``arms`` a difference's two per-seed arms, ``band`` and ``gap`` an equivalence's; ``label`` what
+        the number is where a bare number would mislead, e.g. 'Fisher p' (``Claim``)."""
         return self.record(Claim(self.figure, name, statement, float(interval.estimate), float(interval.low),
                                  float(interval.high), None if passed is None else bool(passed), detail, kind,
                                  int(interval.n if n is None else n), int(diverged), side, float(against), test,
                                  _vector(values), checks, arms=tuple(_vector(arm) for arm in arms),
-                                 band=_vector(band), gap=_vector(gap)))
+                                 band=_vector(band), gap=_vector(gap), label=label))
 
     def report(self, claim: Claim, why: str = "") -> Claim:
         """Keep a measured comparison in the table without asserting it (shown as INFO): for a

@@ -67,6 +67,7 @@ class CaseResult:
     measured: str = ""
     cause: str = ""
     p_forward: float = math.nan
+    label: str = ""  # what the estimate is where a bare number would mislead ('Fisher p': a contrast's p-value)
 
     @property
     def conclusive(self) -> bool:
@@ -163,7 +164,7 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
         values = steps[d["worse"]] + steps[d["better"]]
         values = values if any(worse) or any(better) else [math.nan] * len(values)
         return dict(estimate=p_forward, low=p_forward, high=p_forward, side="below", against=alpha,
-                    values=tuple(values), text=text, flags=flags)
+                    values=tuple(values), text=text, flags=flags, label="Fisher p")
     if stat in ("final_contrast", "noninferior", "signal_level"):
         diff = np.asarray(verdict.detail["difference"], dtype=float)
         diff = diff[np.isfinite(diff)]
@@ -288,7 +289,8 @@ def judge_case(cf: CaseFile, case: Case, frame: pd.DataFrame, fidelity: str) -> 
         m = measure(case, frames, verdict, budget, alpha)
         cause = "" if verdict.verdict == "agree" else _cause(case, verdict, m)
         out.append(CaseResult(case, scale, SHOWN[verdict.verdict], verdict.verdict, m["estimate"], m["low"], m["high"],
-                              m["side"], m["against"], m["values"], measured=m["text"], cause=cause, **common))
+                              m["side"], m["against"], m["values"], measured=m["text"], cause=cause,
+                              label=m.get("label", ""), **common))
     return out
 
 

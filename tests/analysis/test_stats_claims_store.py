@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -110,3 +111,15 @@ def test_a_row_without_an_estimate_says_so_instead_of_printing_nan():
     assert interval_text(float("nan"), float("nan"), float("nan")) == "no estimate"
     assert interval_text(0.5, 0.25, 0.75) == "0.5 [0.25, 0.75]"
     assert interval_text(2.0, 2.0, 2.0) == "2"
+
+
+def test_a_labelled_row_says_what_its_number_is():
+    """A collapse contrast's number is Fisher's p: six rows reading a bare "1" said nothing."""
+    from sandbox.analysis.claim_table import Claim, from_dict
+
+    c = Claim("f", "n", "s", 1.0, 1.0, 1.0, False, label="Fisher p")
+    assert c.interval == "Fisher p = 1"
+    assert Claim("f", "n", "s", 0.5, 0.25, 0.75, False).interval == "0.5 [0.25, 0.75]"
+    assert Claim("f", "n", "s", float("nan"), float("nan"), float("nan"), False, label="Fisher p").interval == "no estimate"
+    old = {k: v for k, v in dataclasses.asdict(c).items() if k != "label"}  # a file written before the field
+    assert from_dict(old).interval == "1"
