@@ -221,6 +221,7 @@ def test_the_confirming_base_seed_runs_the_controls_and_the_confirmed_cases_only
     r2 = second_round()
     keys = set(d["controls"].values()) | {arm_key(r2.case(e["case"]), e[s]) for e in d["cases"]
                                           if e["case"] in d["confirmation"]["cases"] for s in ("worse", "better")}
+    keys |= {arm_key(r2.case(c), "control") for c in d["confirmation"]["cases"]}  # the diagnostic
     assert {p.key for p in at1} == keys and len(at1) == len(keys) * len(d["knob"]["grid"])
     assert all(p.path.name.endswith(f"-b{base1}.parquet") for p in at1)
     assert config_of(at1[0]).seed == base1
@@ -244,3 +245,23 @@ def test_an_agreement_counts_only_when_the_second_base_seed_confirms_it():
     assert confirm(rows.iloc[:1], inconclusive)["verdict"].tolist() == [PENDING]
     r = rate(confirm(rows, rows1))
     assert (r["agree"], r["decided"]) == (1, 3)  # the pending case is left out, the unconfirmed one counts against
+
+
+def test_the_confirmed_cases_own_controls_run_as_a_diagnostic_beside_their_arms():
+    from simulations.cases.curves import diagnosed
+    from simulations.cases.curves_report import diagnostics
+
+    d = declaration()
+    cases_ = diagnosed()
+    assert [c.id for c in cases_] == d["confirmation"]["cases"]
+    keys = {p.key for p in points()}
+    assert all(arm_key(c, "control") in keys for c in cases_)
+    gspo = next(c for c in cases_ if c.id == "precision_rl_bf16_gspo_collapses_fp16_pg_stable")
+    assert config_of(Point(arm_key(gspo, "control"), 2e-3, gspo.id, "control")).frictions == ()  # no mismatch
+    calm, bad = [LEARNS] * 8, [COLLAPSES] * 8
+    data = {(arm_key(gspo, "worse"), 2e-3): frame(dict(enumerate(bad))),
+            (arm_key(gspo, "better"), 2e-3): frame(dict(enumerate(calm))),
+            (arm_key(gspo, "control"), 2e-3): frame(dict(enumerate([COLLAPSES] * 7 + [LEARNS])))}
+    text = diagnostics({0: data})
+    assert "| 0 | 0.002 | `GSPO-bf16`: 8 of 8 | `PG_seq_IS-fp16`: 0 of 8 | `GSPO`: 7 of 8 |" in text
+    assert diagnostics({0: {}}) == ""

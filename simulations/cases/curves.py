@@ -127,8 +127,18 @@ def points() -> list[Point]:
                 case = r2.case(entry["case"])
                 for side in ("worse", "better"):
                     arms[seed].setdefault(arm_key(case, entry[side]), (case.id, entry[side]))
+        for case in diagnosed():  # the confirmed cases' own control arms (``confirmation.diagnostic``)
+            arms[seed].setdefault(arm_key(case, "control"), (case.id, "control"))
     return [Point(key, float(lr), case, arm, int(seed))
             for seed, lr in blocks for key, (case, arm) in arms[int(seed)].items()]
+
+
+def diagnosed() -> list:
+    """The confirmed cases (``confirmation.cases``), whose own control arms run as a diagnostic."""
+    from simulations.cases.amendments import second_round
+
+    conf = declaration().get("confirmation") or {}
+    return [second_round().case(c) for c in conf.get("cases", [])] if conf.get("diagnostic") else []
 
 
 def config_of(point: Point):
@@ -220,4 +230,5 @@ def load(base_seed: int = 0) -> dict[tuple[str, float], pd.DataFrame]:
 
 
 __all__ = ["DATA", "DECLARATION", "Point", "arm_key", "check", "collapsed_seeds", "config_of", "critical_lr", "declaration",
+           "diagnosed",
            "load", "median_interval", "points", "run", "sign_test"]

@@ -157,6 +157,29 @@ def confirmation_markdown(ctrl1: pd.DataFrame, rows1: pd.DataFrame) -> str:
     return f"**Confirmation at base seed {base1}** (the same rules on its own runs):\n\n" + markdown(ctrl1, rows1)
 
 
+def diagnostics(by_seed: dict[int, dict]) -> str:
+    """The confirmed cases' own control arms beside their two arms (curves.yaml
+    ``confirmation.diagnostic``): collapsed seeds at each (base seed, lr) run for all three; empty
+    when none is run."""
+    from simulations.cases.curves import arm_key, diagnosed
+
+    d = declaration()
+    out = []
+    for case in diagnosed():
+        entry = next(e for e in d["cases"] if e["case"] == case.id)
+        keys = [arm_key(case, entry["worse"]), arm_key(case, entry["better"]), arm_key(case, "control")]
+        for seed, data in sorted(by_seed.items()):
+            for lr in sorted(set.intersection(*({lr for k, lr in data if k == key} for key in keys))):
+                counts = [f"{int(collapsed_seeds(data[key, lr]).sum())} of {len(collapsed_seeds(data[key, lr]))}" for key in keys]
+                out.append(f"| `{case.id}` | {seed} | {lr:g} | `{keys[0]}`: {counts[0]} | `{keys[1]}`: {counts[1]} "
+                           f"| `{keys[2]}`: {counts[2]} |")
+    if not out:
+        return ""
+    return ("**Each confirmed case's own control** (its worse arm's loss without the friction; a diagnostic "
+            "that never changes a verdict), collapsed seeds:\n\n| case | base seed | lr | worse | better | "
+            "the case's control |\n|---|---|---|---|---|---|\n" + "\n".join(out))
+
+
 def readings() -> tuple:
     """Base seed 0's controls and cases, the confirming base seed's, and the confirmed verdicts."""
     d = declaration()
@@ -180,7 +203,10 @@ def doc_block_text() -> str:
     line = (f"**Rate on the regime's curves: {r['agree']} of {r['decided']} decided cases agree"
             + (f", {r['rate']:.2f} [{lo:.2f}, {hi:.2f}]** (exact Clopper–Pearson 95%)" if r["decided"] else "**")
             + f"; every verdict: {counts}.")
-    return "\n\n".join([markdown(ctrl, rows), confirmation_markdown(ctrl1, rows1), line])
+    d = declaration()
+    diag = diagnostics({d["mapping"]["base_seed"]: load(d["mapping"]["base_seed"]),
+                        d["confirmation"]["base_seed"]: load(d["confirmation"]["base_seed"])})
+    return "\n\n".join(part for part in [markdown(ctrl, rows), confirmation_markdown(ctrl1, rows1), diag, line] if part)
 
 
 def plot(data: dict, rows: pd.DataFrame, path, data1: dict | None = None) -> None:
@@ -288,5 +314,5 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["MARKER", "PAGE", "PENDING", "UNCONFIRMED", "cases", "confirm", "confirmation_markdown", "controls",
+__all__ = ["MARKER", "PAGE", "PENDING", "UNCONFIRMED", "cases", "confirm", "confirmation_markdown", "controls", "diagnostics",
            "doc_block_text", "markdown", "plan", "plot", "rate", "readings"]
