@@ -170,7 +170,8 @@ def diagnostics(by_seed: dict[int, dict]) -> str:
         keys = [arm_key(case, entry["worse"]), arm_key(case, entry["better"]), arm_key(case, "control")]
         for seed, data in sorted(by_seed.items()):
             for lr in sorted(set.intersection(*({lr for k, lr in data if k == key} for key in keys))):
-                counts = [f"{int(collapsed_seeds(data[key, lr]).sum())} of {len(collapsed_seeds(data[key, lr]))}" for key in keys]
+                flags = [collapsed_seeds(data[key, lr]) for key in keys]
+                counts = [f"{int(f.sum())} of {len(f)}" for f in flags]
                 out.append(f"| `{case.id}` | {seed} | {lr:g} | `{keys[0]}`: {counts[0]} | `{keys[1]}`: {counts[1]} "
                            f"| `{keys[2]}`: {counts[2]} |")
     if not out:
@@ -218,18 +219,22 @@ def plot(data: dict, rows: pd.DataFrame, path, data1: dict | None = None) -> Non
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from simulations.cases.curves import arm_key, diagnosed
+
     d = declaration()
     run_rows = rows[rows["verdict"] != "not run"]
-    panels = [("controls", d["controls"]["positive"], d["controls"]["negative"])] + \
-        [(r.case, r.worse, r.better) for r in run_rows.itertuples()]
+    own = {case.id: arm_key(case, "control") for case in diagnosed()}  # grey: a confirmed case's own control
+    panels = [("controls", [(d["controls"]["positive"], "tab:red"), (d["controls"]["negative"], "tab:blue")])] + \
+        [(r.case, [(r.worse, "tab:red"), (r.better, "tab:blue")] + ([(own[r.case], "0.5")] if r.case in own else []))
+         for r in run_rows.itertuples()]
     grid = d["knob"]["grid"]
     cols = min(5, len(panels))
     rows_ = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows_, cols, figsize=(3.3 * cols, 2.9 * rows_), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    for ax, (title, a, b) in zip(axes.flat, panels):
-        for key, colour in ((a, "tab:red"), (b, "tab:blue")):
+    for ax, (title, arms) in zip(axes.flat, panels):
+        for key, colour in arms:
             for runs, style, tail in ((data, "o-", ""), (data1 or {}, "s--", " (base seed 1)")):
                 lrs = sorted(lr for k, lr in runs if k == key)
                 if lrs:
