@@ -234,8 +234,9 @@ def plot(data: dict, rows: pd.DataFrame, path, data1: dict | None = None) -> Non
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, (title, arms) in zip(axes.flat, panels):
+        confirmed = title == "controls" or title in own  # base seed 1 ran only these panels' arms
         for key, colour in arms:
-            for runs, style, tail in ((data, "o-", ""), (data1 or {}, "s--", " (base seed 1)")):
+            for runs, style, tail in ((data, "o-", ""), ((data1 or {}) if confirmed else {}, "s--", " (base seed 1)")):
                 lrs = sorted(lr for k, lr in runs if k == key)
                 if lrs:
                     share = [collapsed_seeds(runs[key, lr]).mean() for lr in lrs]
