@@ -160,24 +160,34 @@ def test_an_lr_that_collapses_the_negative_control_is_dropped_and_no_positive_me
     assert row["verdict"] == "inconclusive: the positive control does not collapse on the grid"
 
 
-def test_committed_curve_runs_were_made_by_code_holding_the_declaration():
+def test_committed_curve_runs_were_made_by_code_holding_the_declaration(monkeypatch):
+    """Every committed run is stamped clean and descends from the first commit whose curves.yaml
+    declares it (the curves, a later base seed's confirmation of a case, a case's own control)."""
+    import yaml
+
     root = curves.DATA.parents[3]
 
     def git(*args):
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
 
     yaml_path = "simulations/cases/curves.yaml"
-    first = git("log", "--reverse", "--format=%H", "--", yaml_path).stdout.split()
-    # the confirming base seed's runs must descend from the commit that declared the confirmation
-    confirmed = git("log", "--reverse", "--format=%H", "-S", "confirmation:", "--", yaml_path).stdout.split()
+    history = git("log", "--reverse", "--format=%H", "--", yaml_path).stdout.split()
     files = sorted(curves.DATA.glob("*.parquet"))
-    if not first or not files:
+    if not history or not files:
         pytest.skip("no committed curve runs (or no git history) to check")
-    base1 = declaration()["confirmation"]["base_seed"]
+    declared_at: dict[str, str] = {}  # file name -> the first commit declaring it
+    for commit in history:
+        then = yaml.safe_load(git("show", f"{commit}:{yaml_path}").stdout)
+        then["knob"].setdefault("run_order", then["knob"]["grid"])
+        monkeypatch.setattr(curves, "declaration", lambda then=then: then)
+        for p in points():
+            declared_at.setdefault(p.path.name, commit)
+    monkeypatch.undo()
     for path in files:
         stamp = pd.read_parquet(path, columns=["commit"])["commit"].iloc[0]
         assert not stamp.endswith("-dirty"), f"{path.name}: made from a dirty tree ({stamp})"
-        declared = confirmed[0] if path.stem.endswith(f"-b{base1}") else first[0]
+        assert path.name in declared_at, f"{path.name}: no committed curves.yaml declares this run"
+        declared = declared_at[path.name]
         assert git("merge-base", "--is-ancestor", declared, stamp).returncode == 0, \
             f"{path.name}: made at {stamp}, before its declaration {declared[:7]} was committed"
 
