@@ -163,7 +163,10 @@ def measure(case: Case, frames: dict[str, pd.DataFrame], verdict: Verdict, budge
         # different configurations for one measurement (claim_identity: a vector with a NaN is not compared)
         values = steps[d["worse"]] + steps[d["better"]]
         values = values if any(worse) or any(better) else [math.nan] * len(values)
-        return dict(estimate=p_forward, low=p_forward, high=p_forward, side="below", against=alpha,
+        # nor an estimate: Fisher's p of a table with no event is 1 by construction, whatever the case
+        # (six cases read the same "1"); the row says "no estimate" and its counts say why
+        p_shown = p_forward if any(worse) or any(better) else math.nan
+        return dict(estimate=p_shown, low=p_shown, high=p_shown, side="below", against=alpha,
                     values=tuple(values), text=text, flags=flags, label="Fisher p")
     if stat in ("final_contrast", "noninferior", "signal_level"):
         diff = np.asarray(verdict.detail["difference"], dtype=float)
