@@ -181,33 +181,32 @@ def diagnostics(by_seed: dict[int, dict]) -> str:
             "the case's control |\n|---|---|---|---|---|---|\n" + "\n".join(out))
 
 
-def readings() -> tuple:
-    """Base seed 0's controls and cases, the confirming base seed's, and the confirmed verdicts."""
+def readings() -> dict:
+    """Each base seed's runs (``data``, ``data1``), controls and cases, and the confirmed verdicts
+    (``final``), each read once."""
     d = declaration()
-    data = load(d["mapping"]["base_seed"])
-    ctrl = controls(data)
-    rows = cases(data, ctrl)
-    data1 = load(d["confirmation"]["base_seed"])
-    ctrl1 = controls(data1)
-    rows1 = cases(data1, ctrl1)
+    data, data1 = load(d["mapping"]["base_seed"]), load(d["confirmation"]["base_seed"])
+    ctrl, ctrl1 = controls(data), controls(data1)
+    rows, rows1 = cases(data, ctrl), cases(data1, ctrl1)
     rows1 = rows1[rows1["case"].isin(d["confirmation"]["cases"])].reset_index(drop=True)
-    return ctrl, rows, ctrl1, rows1, confirm(rows, rows1)
+    return {"data": data, "ctrl": ctrl, "rows": rows, "data1": data1, "ctrl1": ctrl1, "rows1": rows1,
+            "final": confirm(rows, rows1)}
 
 
-def doc_block_text() -> str:
+def doc_block_text(read: dict | None = None) -> str:
     """docs/predictions.md's generated curves block: base seed 0's two tables, the confirmation's,
-    and the rate's counts on the confirmed verdicts."""
-    ctrl, rows, ctrl1, rows1, final = readings()
-    r = rate(final)
+    the confirmed cases' own controls and the rate's counts on the confirmed verdicts."""
+    read = readings() if read is None else read
+    r = rate(read["final"])
     counts = ", ".join(f"{v} {k}" for k, v in sorted(r["counts"].items()))
     lo, hi = r["ci"]
     line = (f"**Rate on the regime's curves: {r['agree']} of {r['decided']} decided cases agree"
             + (f", {r['rate']:.2f} [{lo:.2f}, {hi:.2f}]** (exact Clopper–Pearson 95%)" if r["decided"] else "**")
             + f"; every verdict: {counts}.")
     d = declaration()
-    diag = diagnostics({d["mapping"]["base_seed"]: load(d["mapping"]["base_seed"]),
-                        d["confirmation"]["base_seed"]: load(d["confirmation"]["base_seed"])})
-    return "\n\n".join(part for part in [markdown(ctrl, rows), confirmation_markdown(ctrl1, rows1), diag, line] if part)
+    diag = diagnostics({d["mapping"]["base_seed"]: read["data"], d["confirmation"]["base_seed"]: read["data1"]})
+    parts = [markdown(read["ctrl"], read["rows"]), confirmation_markdown(read["ctrl1"], read["rows1"]), diag, line]
+    return "\n\n".join(part for part in parts if part)
 
 
 def plot(data: dict, rows: pd.DataFrame, path, data1: dict | None = None) -> None:
@@ -306,15 +305,15 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "docs":
         from simulations.regime_table import refresh_docs
 
-        PAGE.write_text(refresh_docs(PAGE.read_text(), {MARKER: doc_block_text()}))
-        data = load()
-        plot(data, cases(data), PAGE.parent / "curves.png", load(declaration()["confirmation"]["base_seed"]))
+        read = readings()
+        PAGE.write_text(refresh_docs(PAGE.read_text(), {MARKER: doc_block_text(read)}))
+        plot(read["data"], read["rows"], PAGE.parent / "curves.png", read["data1"])
         print(f"{PAGE} (block {MARKER}) and curves.png rewritten from the committed runs")
     else:
-        print(doc_block_text())
+        read = readings()
+        print(doc_block_text(read))
         if args.figure:
-            data = load()
-            plot(data, cases(data), args.figure, load(declaration()["confirmation"]["base_seed"]))
+            plot(read["data"], read["rows"], args.figure, read["data1"])
 
 
 if __name__ == "__main__":
