@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -219,6 +220,30 @@ def test_the_docs_block_is_generated_from_the_committed_runs():
     assert block is not None, "docs/predictions.md lost its generated curves markers"
     assert block.strip() == doc_block_text().strip(), \
         "docs/predictions.md's curves block is stale: run `python -m simulations.cases.curves_report docs`"
+
+
+def test_the_readme_states_the_curves_rate_and_the_runs_left_as_the_committed_runs_give_them():
+    from simulations.cases.curves_report import front_page, progress, readings
+
+    clause = front_page(readings(), progress())
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert clause in readme, f"README.md's curves sentence is stale: it must say {clause!r}"
+
+
+def test_progress_counts_the_runs_on_disk_by_block(tmp_path, monkeypatch):
+    from simulations.cases import curves_report
+
+    pl = curves_report.plan().assign(done=False)
+    pl.loc[:2, "done"] = True
+    monkeypatch.setattr(curves_report, "plan", lambda: pl)
+    prog = curves_report.progress()
+    assert prog["made"] == 3 and prog["declared"] == len(pl) == 108
+    assert sum(n for *_, n in prog["missing"]) == 105
+    first = pl.iloc[3]
+    assert prog["missing"][0][:2] == (first["base_seed"], first["lr"])  # blocks keep the run order
+    rows = pd.DataFrame({"verdict": ["agree", "not reproduced"]})
+    assert curves_report.front_page({"final": rows}, prog).endswith("105 of the 108 declared runs still to make")
+    assert curves_report.front_page({"final": rows}, {**prog, "made": 108}).startswith("1 of 2 agree, 0.50 [")
 
 
 def test_the_confirming_base_seed_runs_the_controls_and_the_confirmed_cases_only():

@@ -114,6 +114,24 @@ def rate(rows: pd.DataFrame) -> dict:
             "ci": _cp(k, n) if n else (math.nan, math.nan)}
 
 
+def progress() -> dict:
+    """How many declared runs are on disk, and the (base seed, lr) blocks still missing some."""
+    pl = plan()
+    todo = pl[~pl["done"]].groupby(["base_seed", "lr"], sort=False).size()
+    return {"made": int(pl["done"].sum()), "declared": len(pl),
+            "missing": [(int(b), float(lr), int(n)) for (b, lr), n in todo.items()]}
+
+
+def front_page(read: dict, prog: dict) -> str:
+    """The README's clause on the curves' rate, generated so that the front page cannot go stale."""
+    r = rate(read["final"])
+    lo, hi = r["ci"]
+    left = prog["declared"] - prog["made"]
+    runs = (f"all {prog['declared']} declared runs made" if not left
+            else f"{left} of the {prog['declared']} declared runs still to make")
+    return f"{r['agree']} of {r['decided']} agree, {r['rate']:.2f} [{lo:.2f}, {hi:.2f}], with {runs}"
+
+
 def _lr(x: float) -> str:
     return "above the grid" if math.isinf(x) else "—" if math.isnan(x) else f"{x:.2g}"
 
@@ -205,7 +223,12 @@ def doc_block_text(read: dict | None = None) -> str:
             + f"; every verdict: {counts}.")
     d = declaration()
     diag = diagnostics({d["mapping"]["base_seed"]: read["data"], d["confirmation"]["base_seed"]: read["data1"]})
-    parts = [markdown(read["ctrl"], read["rows"]), confirmation_markdown(read["ctrl1"], read["rows1"]), diag, line]
+    prog = progress()
+    missing = "; ".join(f"base seed {b} at {lr:g}: {n}" for b, lr, n in prog["missing"])
+    made = (f"Runs made: {prog['made']} of the {prog['declared']} declared"
+            + (f" (still to make, by block in run order: {missing})." if missing else ", all of them."))
+    parts = [markdown(read["ctrl"], read["rows"]), confirmation_markdown(read["ctrl1"], read["rows1"]), diag, line,
+             made]
     return "\n\n".join(part for part in parts if part)
 
 
@@ -320,4 +343,4 @@ if __name__ == "__main__":
     main()
 
 __all__ = ["MARKER", "PAGE", "PENDING", "UNCONFIRMED", "cases", "confirm", "confirmation_markdown", "controls", "diagnostics",
-           "doc_block_text", "markdown", "plan", "plot", "rate", "readings"]
+           "doc_block_text", "front_page", "markdown", "plan", "progress", "plot", "rate", "readings"]
