@@ -230,7 +230,7 @@ def test_the_readme_states_the_curves_rate_and_the_runs_left_as_the_committed_ru
     assert clause in readme, f"README.md's curves sentence is stale: it must say {clause!r}"
 
 
-def test_progress_counts_the_runs_on_disk_by_block(tmp_path, monkeypatch):
+def test_progress_counts_the_runs_on_disk_by_block(monkeypatch):
     from simulations.cases import curves_report
 
     pl = curves_report.plan().assign(done=False)
