@@ -43,6 +43,7 @@ from simulations import FIDELITIES, Figure, Plan, register_figure
 from simulations.cases import load_cases, loss_fields
 from simulations.cases.warning import RISE_Z, alarm_metrics, auc, observations
 from simulations.cases.warning_config import compare, run_weights, uncapped
+from simulations.published_outcomes import CASE_DATA
 from simulations.published_outcomes import plan as case_plan
 from simulations.sequences import _job
 
@@ -202,6 +203,6 @@ def _versus(book: ClaimBook, v: dict, key: str, what: str, smoke: bool, n: int, 
 
 
 register_figure(Figure(FIGURE, "sequences", "Early warning of collapse: ROC of every logged signal and verl's alarms",
-                       None, "notebooks/early_warning.py", plan=plan))
+                       None, "notebooks/early_warning.py", plan=plan, data_spec=CASE_DATA))
 
 __all__ = ["ASSERTED", "DIRECTIONS", "FIGURE", "FORM", "GRID", "HORIZON", "claims", "grid_config", "measure", "plan"]

@@ -63,14 +63,18 @@ class DataSpec:
     and the loading read (ids, step, seed, divergence, budget: ``simulations.results``) — every column
     when empty — and of them ``float32``, measurements stored in single precision (relative rounding
     ≤ 6e-8, far below the 4 significant digits a claim prints: declared only where the figure's claim
-    rows come out the same). A restored result holds these alone: a figure that comes to read another
-    column runs its jobs again (``sandbox reproduce NAME --recompute``)."""
+    rows come out the same) — or instead ``drop``, the columns none of them reads (a figure whose jobs
+    log many signals and read most). A restored result holds the rest alone: a figure that comes to
+    read another column runs its jobs again (``sandbox reproduce NAME --recompute``)."""
 
     columns: tuple[str, ...] = ()
     float32: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        stray = [c for c in self.float32 if self.columns and c not in self.columns]
+        if self.columns and self.drop:
+            raise ValueError("give columns (those kept) or drop (those left out), not both")
+        stray = [c for c in self.float32 if (self.columns and c not in self.columns) or c in self.drop]
         if stray:
             raise ValueError(f"float32 must name kept columns, got {stray}: not in columns")
 
@@ -83,6 +87,7 @@ class DataSpec:
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with the kept columns alone, in its order, the ``float32`` ones in single precision."""
         frame = frame[[c for c in frame.columns if c in self.columns]] if self.columns else frame
+        frame = frame.drop(columns=[c for c in self.drop if c in frame.columns])
         wrong = [c for c in self.float32 if c in frame.columns and not pd.api.types.is_float_dtype(frame[c])]
         if wrong:
             raise ValueError(f"float32 must name floating-point columns, got {wrong} ({frame[wrong].dtypes.to_dict()})")
@@ -163,11 +168,12 @@ def export(jobs: Sequence[Job], store: ResultsStore, path: str | os.PathLike, sp
     """Write the stored results of ``jobs`` (all must be stored) to ``path`` as one parquet file, of
     each what ``spec`` keeps (every column, as stored, by default)."""
     spec = spec or DataSpec()
-    entries = [(job.id, spec.apply(store.read(job.id)), store.metadata(job.id), store.code(job.id))
-               for job in unique_jobs(jobs)]
-    absent = [c for c in spec.columns if not any(c in frame.columns for _, frame, _, _ in entries)]
-    if entries and absent:
+    frames = [(job.id, store.read(job.id)) for job in unique_jobs(jobs)]
+    held = {c for _, frame in frames for c in frame.columns}
+    absent = [c for c in spec.columns if c not in held]  # a dropped column may be absent: restored from a file
+    if frames and absent:
         raise ValueError(f"spec.columns names columns that no job of {Path(path).name} holds: {absent}")
+    entries = [(job_id, spec.apply(frame), store.metadata(job_id), store.code(job_id)) for job_id, frame in frames]
     return write(entries, path)
 
 

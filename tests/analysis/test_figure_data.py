@@ -101,6 +101,31 @@ def test_a_figure_keeps_the_columns_its_notebook_reads_some_in_single_precision(
         figure_data.export(jobs, store, tmp_path / "x.parquet", figure_data.DataSpec(columns=("step", "errr")))
 
 
+def test_a_figure_may_instead_drop_the_columns_it_never_reads(tmp_path):
+    import pytest
+
+    jobs = _jobs()
+    store = ResultsStore(tmp_path / "a")
+    run_sweep(jobs, store, workers=1, progress=False)
+    spec = figure_data.DataSpec(drop=("ratio_min", "ratio_max", "wall_time"))
+    path = figure_data.export(jobs, store, tmp_path / "fig.parquet", spec)
+    fresh = ResultsStore(tmp_path / "b")
+    assert sorted(figure_data.restore(path, fresh)) == sorted(j.id for j in jobs)
+    for job in jobs:
+        stored, restored = store.read(job.id), fresh.read(job.id)
+        assert {"ratio_min", "ratio_max", "wall_time"} <= set(stored.columns)
+        kept = [c for c in stored.columns if c not in spec.drop]
+        assert list(restored.columns) == kept and len(kept) == len(stored.columns) - 3
+        pd.testing.assert_frame_equal(restored, stored[kept])  # the rest exactly as stored
+    again = figure_data.export(jobs, fresh, tmp_path / "again.parquet", spec)
+    assert ({j: e["checksum"] for j, _, e, _ in figure_data.read_jobs(again)}
+            == {j: e["checksum"] for j, _, e, _ in figure_data.read_jobs(path)})
+    with pytest.raises(ValueError, match="columns .* or drop .*, not both"):
+        figure_data.DataSpec(columns=("step",), drop=("error",))
+    with pytest.raises(ValueError, match="float32 must name kept columns"):
+        figure_data.DataSpec(drop=("error",), float32=("error",))
+
+
 def test_a_committed_data_file_holds_what_its_figure_keeps():
     from pathlib import Path
 
@@ -116,15 +141,20 @@ def test_a_committed_data_file_holds_what_its_figure_keeps():
         if spec is None or not path.is_file():
             continue
         for job, entry in figure_data._index(pq.read_schema(path).metadata).items():
-            assert set(entry["columns"]) <= set(spec.columns), (name, job)
+            assert set(entry["columns"]) <= set(spec.columns or entry["columns"]), (name, job)
+            assert not set(entry["columns"]) & set(spec.drop), (name, job)
             assert {entry["dtypes"][c] for c in spec.float32 if c in entry["columns"]} <= {"float32"}
         checked += 1
     assert checked >= 2
     # bytes at most, a few percent above the size each was committed at (every column in float64 before)
     small = {"async-signatures": 440_000,  # 3.39 MB before
-             "prop2-multi-context": 530_000}  # 1.83 MB before; its reference cosines stay float64
+             "prop2-multi-context": 530_000,  # 1.83 MB before; its reference cosines stay float64
+             "early-warning": 2_850_000,  # 4.02 MB before: 6 logged signals it never reads dropped
+             "published-outcomes": 800_000}  # 1.10 MB before: the same 6 (they share 30 jobs)
     for name, limit in small.items():
         assert (data / f"{name}.parquet").stat().st_size < limit, name
+    for path in data.glob("*.parquet"):  # the repository's limit on one committed file
+        assert path.stat().st_size < 3_000_000, path.name
 
 
 def test_a_job_two_committed_data_files_hold_is_the_same_in_both():
