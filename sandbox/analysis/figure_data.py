@@ -76,7 +76,8 @@ class DataSpec:
             raise ValueError("give columns (those kept) or drop (those left out), not both")
         stray = [c for c in self.float32 if (self.columns and c not in self.columns) or c in self.drop]
         if stray:
-            raise ValueError(f"float32 must name kept columns, got {stray}: not in columns")
+            why = "dropped" if any(c in self.drop for c in stray) else "not in columns"
+            raise ValueError(f"float32 must name kept columns, got {stray}: {why}")
 
     @classmethod
     def of(cls, spec) -> DataSpec | None:
