@@ -246,7 +246,8 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
     head = [f"# Claims at {fidelity} fidelity", "",
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
             "a figure's row says the commit its claims were computed at and, where they were recomputed from the "
-            "committed per-seed data, the commit that data was made at (`-dirty`: a tree with uncommitted changes).",
+            "committed per-seed data, the commit that data was made at"
+            + (f" ({DIRTY_LEGEND})." if any("-dirty`" in r for r in rows) else "."),
             "", *([f"**{DIRTY_STAMP}** (`{_dirty_commit()}`)", ""] if allow_dirty else []),
             f"**Evidence:** {verdicts[('evidence', 'PASS')]} PASS, {verdicts[('evidence', 'FAIL')]} FAIL, "
             f"{verdicts[('evidence', 'INFO')]} INFO (reported, not asserted). "
@@ -295,6 +296,8 @@ def _marked(row: str, error: str) -> str:
 
 #: how a figure row names the commit of the per-seed data its claims were recomputed from
 DATA_MADE_AT = "data made at"
+#: how the header explains a ``-dirty`` commit, said only while a figure row carries one
+DIRTY_LEGEND = "`-dirty`: a tree with uncommitted changes"
 #: what CLAIMS.md says when ``--allow-dirty`` let a paper run go on from a tree with uncommitted changes
 DIRTY_STAMP = "Made with --allow-dirty from a tree with uncommitted changes: its rows cannot be traced to a commit"
 

@@ -52,7 +52,7 @@ def test_claims_md_states_a_dirty_run_and_the_commit_of_recomputed_data(tmp_path
     import numpy as np
 
     from sandbox.analysis.claims import ClaimBook
-    from sandbox.claims_file import DATA_MADE_AT, DIRTY_STAMP, Previous, claims_markdown
+    from sandbox.claims_file import DATA_MADE_AT, DIRTY_LEGEND, DIRTY_STAMP, Previous, claims_markdown
 
     results = tmp_path / "results"
     ClaimBook("fig", results / "claims" / "fig.paper.json").less("a", "a below b", np.array([0.1, 0.2, 0.1]),
@@ -68,7 +68,9 @@ def test_claims_md_states_a_dirty_run_and_the_commit_of_recomputed_data(tmp_path
     text = claims_markdown([SimpleNamespace(name="fig")], "paper", results, restored={"fig"},
                            **{**kw, "previous": again})
     assert text.count(DATA_MADE_AT) == 1 and f"{DATA_MADE_AT} `old5678-dirty` 2026-11-27" in text
-    assert DIRTY_STAMP not in text
+    assert DIRTY_STAMP not in text and text.count(DIRTY_LEGEND) == 1  # the header explains the stamp a row carries
+    clean = claims_markdown([SimpleNamespace(name="fig")], "paper", results, **{**kw, "previous": None})
+    assert "-dirty" not in clean  # no row carries the stamp: nothing to explain
     assert DIRTY_STAMP in claims_markdown([SimpleNamespace(name="fig")], "paper", results, allow_dirty=True, **kw)
 
 
