@@ -110,3 +110,15 @@ def test_recompute_runs_the_jobs_instead_of_restoring_the_committed_data(tmp_pat
     restored.clear()
     assert reproduce.committed_evidence(figures, jobs, store, tmp_path, "paper", 0, recompute=True) == set()
     assert restored == [] and store.job_ids() == ["other"]
+
+
+def test_every_committed_figure_row_names_clean_commits():
+    """Issue 44, item 5: the committed paper tier was made from clean trees — its claims and, where
+    they were recomputed from committed data, that data (a row's commit cell names both)."""
+    from sandbox.claims_file import DIRTY_STAMP, Previous
+
+    text = (provenance.ROOT / "paper_figures" / "CLAIMS.md").read_text()
+    rows = Previous.read_text(text).figure_rows
+    assert len(rows) >= 21 and DIRTY_STAMP not in text
+    dirty = sorted(name for name, row in rows.items() if "-dirty`" in row)
+    assert not dirty, f"made from a tree with uncommitted changes: {dirty}"
