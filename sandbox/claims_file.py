@@ -34,6 +34,7 @@ from pathlib import Path
 from sandbox.analysis import claim_audit
 from sandbox.analysis.claim_counts import cells as _cells
 from sandbox.analysis.claim_counts import section as _section
+from sandbox.analysis.provenance import names_dirty_commit
 from sandbox.analysis.claims import Claim, load_claims
 from sandbox.jobs.store import read_record
 from sandbox.reproduce_costs import record_paths
@@ -247,7 +248,7 @@ def claims_markdown(figures, fidelity: str, results_dir: str | Path, published: 
             f"Made by `{command}`. Every figure's numbers, claims and figure files come from that command; "
             "a figure's row says the commit its claims were computed at and, where they were recomputed from the "
             "committed per-seed data, the commit that data was made at"
-            + (f" ({DIRTY_LEGEND})." if any("-dirty`" in r for r in rows) else "."),
+            + (f" ({DIRTY_LEGEND})." if any(names_dirty_commit(r) for r in rows) else "."),
             "", *([f"**{DIRTY_STAMP}** (`{_dirty_commit()}`)", ""] if allow_dirty else []),
             f"**Evidence:** {verdicts[('evidence', 'PASS')]} PASS, {verdicts[('evidence', 'FAIL')]} FAIL, "
             f"{verdicts[('evidence', 'INFO')]} INFO (reported, not asserted). "

@@ -31,7 +31,7 @@ from pathlib import Path
 from sandbox.analysis import claim_audit, figure_data, provenance
 from sandbox.analysis.claim_table import format_claims, read_claims
 from sandbox.analysis.claims import Claim, load_claims
-from sandbox.analysis.provenance import git_commit
+from sandbox.analysis.provenance import git_commit, is_dirty
 from sandbox.claims_file import CLAIMS_JSON, write_claims_file, write_claims_json
 from sandbox.core.plugins import entry_points_of
 from sandbox.jobs.costs import announce
@@ -345,7 +345,7 @@ def check_clean(fidelity: str, figures_dir: Path, allow_dirty: bool | None) -> b
     commits nothing and is not checked."""
     allow = bool(os.environ.get("SANDBOX_ALLOW_DIRTY")) if allow_dirty is None else bool(allow_dirty)
     inside = Path(figures_dir).resolve().is_relative_to(provenance.ROOT)
-    if fidelity not in CLAIMS_FILE_FIDELITIES or not inside or not git_commit().endswith("-dirty"):
+    if fidelity not in CLAIMS_FILE_FIDELITIES or not inside or not is_dirty(git_commit()):
         return False
     if not allow:
         raise ValueError(f"the tree has uncommitted changes ({git_commit()}): a {fidelity}-fidelity run must be made "

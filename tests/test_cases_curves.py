@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sandbox.analysis.provenance import is_dirty
 from simulations.cases import curves
 from simulations.cases.curves import (
     Point,
@@ -186,7 +187,7 @@ def test_committed_curve_runs_were_made_by_code_holding_the_declaration(monkeypa
     monkeypatch.undo()
     for path in files:
         stamp = pd.read_parquet(path, columns=["commit"])["commit"].iloc[0]
-        assert not stamp.endswith("-dirty"), f"{path.name}: made from a dirty tree ({stamp})"
+        assert not is_dirty(stamp), f"{path.name}: made from a dirty tree ({stamp})"
         assert path.name in declared_at, f"{path.name}: no committed curves.yaml declares this run"
         declared = declared_at[path.name]
         assert git("merge-base", "--is-ancestor", declared, stamp).returncode == 0, \

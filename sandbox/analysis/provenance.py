@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: what ends a commit stamp made from a tree with uncommitted changes
+DIRTY = "-dirty"
 #: committed outputs of ``sandbox reproduce``, left out of the dirty check (git pathspecs)
 OUTPUTS = (":(exclude)paper_figures",)
 
@@ -22,4 +24,14 @@ def git_commit() -> str:
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return head + ("-dirty" if dirty else "")
+    return head + (DIRTY if dirty else "")
+
+
+def is_dirty(stamp: str) -> bool:
+    """Whether a commit stamp (``git_commit``'s) was made from a tree with uncommitted changes."""
+    return stamp.endswith(DIRTY)
+
+
+def names_dirty_commit(text: str) -> bool:
+    """Whether markdown text (a CLAIMS.md figure row) names a dirty stamp, as it writes one: `abc1234-dirty`."""
+    return f"{DIRTY}`" in text

@@ -120,5 +120,5 @@ def test_every_committed_figure_row_names_clean_commits():
     text = (provenance.ROOT / "paper_figures" / "CLAIMS.md").read_text()
     rows = Previous.read_text(text).figure_rows
     assert len(rows) >= 21 and DIRTY_STAMP not in text
-    dirty = sorted(name for name, row in rows.items() if "-dirty`" in row)
+    dirty = sorted(name for name, row in rows.items() if provenance.names_dirty_commit(row))
     assert not dirty, f"made from a tree with uncommitted changes: {dirty}"
